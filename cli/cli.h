@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Exit codes shared by every command. */
+enum {
+	SL_EXIT_OK = 0,
+	SL_EXIT_INVALID = 1, /* the policy (or other input file) is invalid */
+	SL_EXIT_USAGE = 2,   /* bad command line */
+	SL_EXIT_DENIED = 3,  /* `check --decide`: the request would be denied */
+};
+
+int sl_cmd_check(int argc, char **argv);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sluice: an egress-filtering gateway for AI agents. This file only
+ * dispatches to the commands; each lives in its own file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "unknown"
+#endif
+
+static void usage(FILE *f)
+{
+	fputs("usage: sluice COMMAND [ARG...]\n"
+	      "\n"
+	      "commands:\n"
+	      "  check FILE [--decide HOST[:PORT] [METHOD PATH]]\n"
+	      "                 validate a policy; with --decide, show how it decides a request\n"
+	      "\n"
+	      "  sluice --help | --version\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return SL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return SL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("sluice %s\n", SLUICE_VERSION);
+		return SL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "check"))
+		return sl_cmd_check(argc - 1, argv + 1);
+
+	fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return SL_EXIT_USAGE;
+}

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rule index and the decision function.
+ *
+ * Rules are indexed by their host's normal form in one open-addressing hash
+ * table, exact names and wildcard suffixes apart. A request for
+ * a.b.example.com probes the exact key once and the wildcard keys
+ * "b.example.com", "example.com" and "com": one probe per label, so a
+ * decision costs the same with ten rules as with ten thousand.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "policy.h"
+#include "policy-internal.h"
+
+/* A name has at most 127 labels, so at most 127 wildcard keys plus the exact one. */
+#define MAX_CANDIDATES 128
+
+struct index_entry {
+	const char *key; /* a rule's host; NULL for an empty slot */
+	bool wildcard;
+	size_t *rules; /* indices into sl_policy.rules, ascending */
+	size_t n_rules;
+};
+
+struct sl_policy_index {
+	struct index_entry *slots;
+	size_t mask;
+};
+
+/* FNV-1a. The keys come from the policy, not from the client, so a client
+ * cannot choose collisions: lookups of its names probe a fixed table. */
+static uint64_t hash_key(const char *key, size_t len, bool wildcard)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ (wildcard ? 0x9e3779b97f4a7c15ULL : 0);
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)key[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h ^ (h >> 29);
+}
+
+static struct index_entry *index_find(const struct sl_policy_index *idx, const char *key,
+				      size_t len, bool wildcard)
+{
+	size_t i;
+
+	if (!idx || !idx->slots)
+		return NULL;
+	for (i = hash_key(key, len, wildcard) & idx->mask;; i = (i + 1) & idx->mask) {
+		struct index_entry *e = &idx->slots[i];
+
+		if (!e->key)
+			return NULL;
+		if (e->wildcard == wildcard && strlen(e->key) == len &&
+		    memcmp(e->key, key, len) == 0)
+			return e;
+	}
+}
+
+void sl_policy_index_free(struct sl_policy_index *idx)
+{
+	size_t i;
+
+	if (!idx)
+		return;
+	if (idx->slots)
+		for (i = 0; i <= idx->mask; i++)
+			free(idx->slots[i].rules);
+	free(idx->slots);
+	free(idx);
+}
+
+int sl_policy_index_build(struct sl_policy *p)
+{
+	struct sl_policy_index *idx;
+	size_t i, size = 16;
+
+	while (size < p->n_rules * 2 + 2)
+		size *= 2;
+
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	idx->slots = calloc(size, sizeof(*idx->slots));
+	if (!idx->slots) {
+		free(idx);
+		return -ENOMEM;
+	}
+	idx->mask = size - 1;
+
+	for (i = 0; i < p->n_rules; i++) {
+		const struct sl_rule *r = &p->rules[i];
+		size_t len = strlen(r->host), j;
+		size_t *n;
+
+		for (j = hash_key(r->host, len, r->wildcard) & idx->mask;; j = (j + 1) & idx->mask) {
+			struct index_entry *e = &idx->slots[j];
+
+			if (!e->key) {
+				e->key = r->host;
+				e->wildcard = r->wildcard;
+				break;
+			}
+			if (e->wildcard == r->wildcard && strcmp(e->key, r->host) == 0)
+				break;
+		}
+		n = realloc(idx->slots[j].rules, (idx->slots[j].n_rules + 1) * sizeof(size_t));
+		if (!n) {
+			sl_policy_index_free(idx);
+			return -ENOMEM;
+		}
+		n[idx->slots[j].n_rules++] = i;
+		idx->slots[j].rules = n;
+	}
+
+	sl_policy_index_free(p->index);
+	p->index = idx;
+	return 0;
+}
+
+static bool port_ok(const struct sl_rule *r, uint16_t port)
+{
+	size_t i;
+
+	if (!r->ports)
+		return true;
+	for (i = 0; i < r->n_ports; i++)
+		if (r->ports[i] == port)
+			return true;
+	return false;
+}
+
+static bool paths_ok(const struct sl_rule *r, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_paths; i++)
+		if (sl_path_match(r->paths[i].path, r->paths[i].prefix, path))
+			return true;
+	return false;
+}
+
+/* How close a non-matching allow rule came: the most specific reason wins. */
+static int reason_rank(enum sl_reason r)
+{
+	switch (r) {
+	case SL_REASON_PORT:
+		return 1;
+	case SL_REASON_METHOD:
+		return 2;
+	case SL_REASON_PATH:
+		return 3;
+	case SL_REASON_INVALID_PATH:
+		return 4;
+	case SL_REASON_ALLOWED:
+	case SL_REASON_DENY_RULE:
+	case SL_REASON_NO_RULE:
+	case SL_REASON_INVALID_HOST:
+	case SL_REASON_INVALID_REQUEST:
+	case _SL_REASON_MAX:
+		break;
+	}
+	return 0;
+}
+
+struct path_state {
+	int state; /* 0: not yet normalised, 1: ok, -1: refused */
+	const char *why;
+	char buf[SL_PATH_BUF];
+};
+
+static int path_get(const struct sl_request *req, struct path_state *ps)
+{
+	if (ps->state == 0) {
+		int r = sl_path_normalize(req->path, req->path_len, ps->buf, sizeof(ps->buf),
+					  &ps->why);
+		ps->state = r < 0 ? -1 : 1;
+	}
+	return ps->state;
+}
+
+static void explain(const struct sl_policy *p, const struct sl_request *req,
+		    struct sl_decision *d, const char *path_why, const char *path)
+{
+	char id[96] = "";
+	const char *h = d->host;
+	const char *m = req->method ? req->method : "";
+	int mlen = 0;
+
+	/* The method is the client's; print it only if it is a token we know. */
+	if (req->method && sl_method_from_string(req->method, strlen(req->method)))
+		mlen = (int)strlen(m);
+	if (d->rule)
+		sl_rule_id(d->rule, id, sizeof(id));
+
+	switch (d->reason) {
+	case SL_REASON_ALLOWED:
+		snprintf(d->why, sizeof(d->why), "%s:%u allowed by %s (%s:%u)", h, req->port, id,
+			 p->source, d->rule->line);
+		break;
+	case SL_REASON_DENY_RULE:
+		snprintf(d->why, sizeof(d->why), "%s:%u denied by %s (%s:%u)", h, req->port, id,
+			 p->source, d->rule->line);
+		break;
+	case SL_REASON_NO_RULE:
+		snprintf(d->why, sizeof(d->why), "%s is not allowed by the policy (no rule names it)",
+			 h);
+		break;
+	case SL_REASON_PORT:
+		snprintf(d->why, sizeof(d->why), "%s is allowed, but not on port %u", h, req->port);
+		break;
+	case SL_REASON_METHOD:
+		if (mlen)
+			snprintf(d->why, sizeof(d->why), "%s:%u is allowed, but not method %.*s", h,
+				 req->port, mlen, m);
+		else
+			snprintf(d->why, sizeof(d->why), "%s:%u is allowed, but not this method", h,
+				 req->port);
+		break;
+	case SL_REASON_PATH:
+		snprintf(d->why, sizeof(d->why), "%s:%u is allowed, but not path %.200s", h,
+			 req->port, path ? path : "");
+		break;
+	case SL_REASON_INVALID_HOST:
+		snprintf(d->why, sizeof(d->why), "invalid host: %s", path_why);
+		break;
+	case SL_REASON_INVALID_PATH:
+		snprintf(d->why, sizeof(d->why), "%s:%u: refused ambiguous path: %s", h, req->port,
+			 path_why ? path_why : "");
+		break;
+	case SL_REASON_INVALID_REQUEST:
+		snprintf(d->why, sizeof(d->why), "invalid request: %s", path_why);
+		break;
+	case _SL_REASON_MAX:
+		break;
+	}
+}
+
+void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
+		      struct sl_decision *d)
+{
+	const struct index_entry *cand[MAX_CANDIDATES];
+	size_t n_cand = 0, i, j;
+	const struct sl_rule *deny = NULL, *allow = NULL;
+	enum sl_reason closest = SL_REASON_NO_RULE;
+	const char *why = NULL;
+	struct path_state ps_store, *ps = &ps_store;
+	uint32_t mbit = 0;
+	bool inspect = false;
+
+	ps_store.state = 0;
+	memset(d, 0, sizeof(*d));
+	d->verdict = SL_VERDICT_DENY;
+
+	if (sl_host_normalize(req->host, req->host_len, d->host, &d->host_kind, &why) < 0) {
+		d->host[0] = '\0';
+		d->reason = SL_REASON_INVALID_HOST;
+		explain(p, req, d, why, NULL);
+		return;
+	}
+	if (req->port == 0 || (req->path && !req->method)) {
+		d->reason = SL_REASON_INVALID_REQUEST;
+		explain(p, req, d, req->port == 0 ? "no port" : "a path without a method", NULL);
+		return;
+	}
+	if (req->method) {
+		mbit = sl_method_from_string(req->method, strlen(req->method));
+		if (!req->path) {
+			d->reason = SL_REASON_INVALID_REQUEST;
+			explain(p, req, d, "a method without a path", NULL);
+			return;
+		}
+	}
+
+	/* Gather the index entries that name this host: its exact form and,
+	 * for a name, every wildcard suffix strictly above it. IP literals
+	 * have no labels to walk and never meet a name rule. */
+	{
+		const struct index_entry *e;
+		size_t len = strlen(d->host);
+
+		e = index_find(p->index, d->host, len, false);
+		if (e)
+			cand[n_cand++] = e;
+		if (d->host_kind == SL_HOST_NAME)
+			for (i = 0; i < len && n_cand < MAX_CANDIDATES; i++) {
+				if (d->host[i] != '.')
+					continue;
+				e = index_find(p->index, d->host + i + 1, len - i - 1, true);
+				if (e)
+					cand[n_cand++] = e;
+			}
+	}
+
+	/* Deny rules first: one that matches ends the decision. A deny rule
+	 * that names methods or paths cannot be judged on a connection; it
+	 * makes the connection inspected, so each request meets it. */
+	for (i = 0; i < n_cand; i++)
+		for (j = 0; j < cand[i]->n_rules; j++) {
+			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
+
+			if (r->kind != SL_RULE_DENY || !port_ok(r, req->port))
+				continue;
+			if (r->methods || r->paths) {
+				if (!req->method) {
+					inspect = true;
+					continue;
+				}
+				if (r->methods && !(r->methods & mbit))
+					continue;
+				if (r->paths) {
+					if (path_get(req, ps) < 0) {
+						/* We cannot tell whether the deny rule
+						 * applies; refuse rather than guess. */
+						d->reason = SL_REASON_INVALID_PATH;
+						explain(p, req, d, ps->why, NULL);
+						return;
+					}
+					if (!paths_ok(r, ps->buf))
+						continue;
+				}
+			}
+			if (!deny || r->index < deny->index)
+				deny = r;
+		}
+	if (deny) {
+		d->rule = deny;
+		d->reason = SL_REASON_DENY_RULE;
+		explain(p, req, d, NULL, NULL);
+		return;
+	}
+
+	for (i = 0; i < n_cand; i++)
+		for (j = 0; j < cand[i]->n_rules; j++) {
+			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
+			enum sl_reason miss = SL_REASON_ALLOWED;
+
+			if (r->kind != SL_RULE_ALLOW)
+				continue;
+			if (!port_ok(r, req->port)) {
+				miss = SL_REASON_PORT;
+			} else if (req->method) {
+				if (r->methods && !(r->methods & mbit)) {
+					miss = SL_REASON_METHOD;
+				} else if (r->paths) {
+					if (path_get(req, ps) < 0) {
+						miss = SL_REASON_INVALID_PATH;
+						why = ps->why;
+					} else if (!paths_ok(r, ps->buf)) {
+						miss = SL_REASON_PATH;
+					}
+				}
+			}
+			if (miss != SL_REASON_ALLOWED) {
+				if (reason_rank(miss) > reason_rank(closest))
+					closest = miss;
+				continue;
+			}
+			inspect |= r->inspect;
+			if (!allow || r->index < allow->index)
+				allow = r;
+		}
+
+	if (!allow) {
+		d->reason = closest;
+		explain(p, req, d, why, ps->state > 0 ? ps->buf : NULL);
+		return;
+	}
+	d->verdict = SL_VERDICT_ALLOW;
+	d->reason = SL_REASON_ALLOWED;
+	d->rule = allow;
+	d->inspect = inspect;
+	explain(p, req, d, NULL, NULL);
+}
+
+const char *sl_reason_to_string(enum sl_reason r)
+{
+	static const char *const names[_SL_REASON_MAX] = {
+		[SL_REASON_ALLOWED] = "allowed",
+		[SL_REASON_DENY_RULE] = "deny-rule",
+		[SL_REASON_NO_RULE] = "no-rule",
+		[SL_REASON_PORT] = "port",
+		[SL_REASON_METHOD] = "method",
+		[SL_REASON_PATH] = "path",
+		[SL_REASON_INVALID_HOST] = "invalid-host",
+		[SL_REASON_INVALID_PATH] = "invalid-path",
+		[SL_REASON_INVALID_REQUEST] = "invalid-request",
+	};
+
+	if ((unsigned)r >= _SL_REASON_MAX)
+		return "unknown";
+	return names[r];
+}
+
+const char *sl_rule_id(const struct sl_rule *r, char *buf, size_t size)
+{
+	if (r->name)
+		snprintf(buf, size, "%s", r->name);
+	else
+		snprintf(buf, size, "%s[%u]", r->kind == SL_RULE_ALLOW ? "allow" : "deny",
+			 r->index);
+	return buf;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request paths as the policy compares them.
+ *
+ * A path rule is only as good as its agreement with the origin about what a
+ * path means. sl_path_normalize() brings a request target to one spelling
+ * before it is compared, and refuses the spellings on which servers disagree,
+ * so that neither an allow rule nor a deny rule can be walked around:
+ *
+ *   - the query and fragment are cut off (rules match the path alone);
+ *   - percent-encoded unreserved characters (RFC 3986 2.3) are decoded, and
+ *     the hex digits of the other escapes are upper-cased, so "/%61dmin" is
+ *     "/admin";
+ *   - runs of '/' collapse to one, as most servers and frameworks do;
+ *   - dot segments ("." and "..", also "%2e%2e" and "..;param"), encoded '/'
+ *     and '\', backslashes, control and non-ASCII bytes are refused outright:
+ *     servers resolve them differently, so no answer of ours would be safe.
+ *
+ * Matching is case-sensitive, as RFC 3986 says paths are.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Longest path we compare, with its NUL; a longer one is refused. */
+#define SL_PATH_BUF 8192
+
+/*
+ * Normalise the request target in[0..len) into ret_path (retsz bytes).
+ * Returns the normal form's length, or -EINVAL with *ret_why set.
+ */
+int sl_path_normalize(const char *in, size_t len, char *ret_path, size_t retsz,
+		      const char **ret_why);
+
+/*
+ * Parse a policy path pattern: a path, optionally ending in '*', which then
+ * matches every path that starts with what precedes it. On success ret_path
+ * holds the normal form without '*' and *ret_prefix says whether it had one.
+ */
+int sl_path_pattern_parse(const char *in, size_t len, char *ret_path, size_t retsz,
+			  bool *ret_prefix, const char **ret_why);
+
+/* Does the normal-form path match the pattern? */
+bool sl_path_match(const char *pattern, bool prefix, const char *path);

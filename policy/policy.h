@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policy: what a sandbox may reach.
+ *
+ * A policy is loaded once from YAML (version 1, see docs/policy.md), checked
+ * completely, and then only read: sl_policy_decide() is pure and may be
+ * called from any number of threads on the same policy. Nothing here does I/O
+ * beyond reading the policy file; secrets are named, never read.
+ *
+ * Decisions: default deny; a matching deny rule beats every allow rule; among
+ * allow rules the first in the file that matches decides (and so chooses the
+ * credential to inject). Host lookup costs one hash probe per label of the
+ * requested name, whatever the number of rules.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "host.h"
+#include "path.h"
+
+/* Policy files larger than this are refused before parsing. */
+#define SL_POLICY_MAX_BYTES (4u << 20)
+
+enum sl_rule_kind {
+	SL_RULE_ALLOW,
+	SL_RULE_DENY,
+};
+
+enum sl_secret_source {
+	SL_SECRET_FILE,       /* a file sluice reads before dropping privileges */
+	SL_SECRET_ENV,        /* a variable of sluice's own environment */
+	SL_SECRET_CREDENTIAL, /* a systemd credential, in $CREDENTIALS_DIRECTORY */
+};
+
+/* The HTTP methods a rule can name (RFC 9110 section 9 plus PATCH). A
+ * request with any other method matches only rules that name no methods. */
+enum sl_method {
+	SL_METHOD_GET = 1u << 0,
+	SL_METHOD_HEAD = 1u << 1,
+	SL_METHOD_POST = 1u << 2,
+	SL_METHOD_PUT = 1u << 3,
+	SL_METHOD_DELETE = 1u << 4,
+	SL_METHOD_CONNECT = 1u << 5,
+	SL_METHOD_OPTIONS = 1u << 6,
+	SL_METHOD_TRACE = 1u << 7,
+	SL_METHOD_PATCH = 1u << 8,
+};
+
+struct sl_secret {
+	char *name;
+	enum sl_secret_source source;
+	char *ref; /* the file path, variable name or credential name */
+	unsigned line, col;
+};
+
+struct sl_inject {
+	char *header;          /* e.g. "x-api-key" */
+	char *prefix;          /* e.g. "Bearer "; "" when none */
+	size_t secret;         /* index into sl_policy.secrets */
+	char *placeholder_env; /* variable set in the sandbox, or NULL */
+};
+
+struct sl_path_pattern {
+	char *path; /* normal form, without a trailing '*' */
+	bool prefix;
+};
+
+struct sl_rule {
+	enum sl_rule_kind kind;
+	unsigned index; /* 1-based position among rules of its kind */
+	unsigned line, col;
+	char *name; /* optional `name:`; NULL when none */
+
+	char host[SL_HOST_BUF]; /* normal form; the suffix for a wildcard */
+	bool wildcard;
+	enum sl_host_kind host_kind;
+
+	uint16_t *ports; /* NULL: every port (deny rules without `ports`) */
+	size_t n_ports;
+	uint32_t methods; /* enum sl_method bits; 0: any method */
+	struct sl_path_pattern *paths; /* NULL: any path */
+	size_t n_paths;
+	bool has_inject;
+	struct sl_inject inject;
+
+	/* The rule cannot be decided from host and port alone: it names
+	 * methods, paths or a credential, so its traffic must be inspected. */
+	bool inspect;
+};
+
+struct sl_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	unsigned prefix;
+};
+
+struct sl_policy_index;
+
+struct sl_policy {
+	char *source; /* file name, for messages */
+	struct sl_secret *secrets;
+	size_t n_secrets;
+	struct sl_rule *rules; /* allow rules, then deny rules, each in file order */
+	size_t n_rules;
+	size_t n_allow;
+	/* private_addresses: false means `deny`; true means the listed ranges
+	 * (which may be none) are reachable. */
+	struct sl_cidr *private_allow;
+	size_t n_private_allow;
+	struct sl_policy_index *index;
+};
+
+/* Errors found while loading, each "file:line:col: message". */
+struct sl_diags {
+	char **msgs;
+	size_t n;
+};
+
+void sl_diags_clear(struct sl_diags *d);
+
+/*
+ * Load and check a policy. On success returns 0 and sets *ret. On failure
+ * returns -EINVAL (the file is wrong: every problem found, up to a limit, is
+ * in diags), or another negative errno (it could not be read; diags says
+ * which file and why). diags may be NULL.
+ */
+int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diags *diags);
+int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct sl_policy **ret,
+			  struct sl_diags *diags);
+
+/* The policy `run` uses without --policy: no rule, so every request is denied. */
+int sl_policy_new_deny_all(struct sl_policy **ret);
+
+void sl_policy_free(struct sl_policy *p);
+
+/* Does the policy let the gateway connect to this address, which lies in a
+ * private, loopback, link-local or otherwise special range? */
+bool sl_policy_private_allowed(const struct sl_policy *p, int family, const void *addr);
+
+/* ---- Decisions ---- */
+
+struct sl_request {
+	const char *host; /* as the client spelled it, without port */
+	size_t host_len;
+	uint16_t port;
+	/* Method and request target, when known (an inspected or plain HTTP
+	 * request). NULL for a decision on a connection: a CONNECT, an SNI, a
+	 * DNS name. */
+	const char *method;
+	const char *path;
+	size_t path_len;
+};
+
+enum sl_verdict {
+	SL_VERDICT_DENY,
+	SL_VERDICT_ALLOW,
+};
+
+enum sl_reason {
+	SL_REASON_ALLOWED,         /* an allow rule matched */
+	SL_REASON_DENY_RULE,       /* a deny rule matched */
+	SL_REASON_NO_RULE,         /* no rule names this host */
+	SL_REASON_PORT,            /* rules name the host, not this port */
+	SL_REASON_METHOD,          /* ... nor this method */
+	SL_REASON_PATH,            /* ... nor this path */
+	SL_REASON_INVALID_HOST,    /* the host is not a valid name or address */
+	SL_REASON_INVALID_PATH,    /* the path is ambiguous (see path.h) */
+	SL_REASON_INVALID_REQUEST, /* e.g. port 0, or a path without a method */
+	_SL_REASON_MAX,
+};
+
+struct sl_decision {
+	enum sl_verdict verdict;
+	enum sl_reason reason;
+	/* The rule that decided, or NULL for the default deny and for
+	 * requests refused before any rule was looked at. */
+	const struct sl_rule *rule;
+	/* For an allowed connection: some rule for this host and port needs
+	 * its requests inspected (methods, paths or a credential). */
+	bool inspect;
+	/* Why, in one line that names the host and the rule, for a 403 body
+	 * and the audit log. Printable ASCII only. */
+	char why[512];
+	char host[SL_HOST_BUF]; /* the normal form, "" when invalid */
+	enum sl_host_kind host_kind;
+};
+
+/* Decide a request. Never fails: anything it cannot make sense of is denied. */
+void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
+		      struct sl_decision *ret);
+
+const char *sl_reason_to_string(enum sl_reason r);
+
+/* "allow[2]", or the rule's name when it has one. */
+const char *sl_rule_id(const struct sl_rule *r, char *buf, size_t size);
+
+const char *sl_method_to_string(uint32_t bit);
+/* The method bit for a method token, 0 for one we do not know. */
+uint32_t sl_method_from_string(const char *s, size_t len);
+
+static inline void sl_policy_freep(struct sl_policy **p)
+{
+	sl_policy_free(*p);
+}
