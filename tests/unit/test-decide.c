@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/* Decisions: default deny, deny beats allow, and the host and path
+ * spellings that have bypassed other egress filters. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "policy.h"
+
+static struct sl_policy *load(const char *yaml)
+{
+	struct sl_policy *p = NULL;
+	struct sl_diags d = { 0 };
+
+	if (sl_policy_load_buffer("t.yaml", yaml, strlen(yaml), &p, &d) < 0)
+		fail_msg("policy refused: %s", d.n ? d.msgs[0] : "?");
+	return p;
+}
+
+static struct sl_decision decide(const struct sl_policy *p, const char *host, uint16_t port,
+				 const char *method, const char *path)
+{
+	struct sl_request req = {
+		.host = host,
+		.host_len = strlen(host),
+		.port = port,
+		.method = method,
+		.path = path,
+		.path_len = path ? strlen(path) : 0,
+	};
+	struct sl_decision d;
+
+	sl_policy_decide(p, &req, &d);
+	return d;
+}
+
+#define ALLOW(p, host, port, m, path)                                                              \
+	do {                                                                                       \
+		struct sl_decision _d = decide(p, host, port, m, path);                            \
+		if (_d.verdict != SL_VERDICT_ALLOW)                                                \
+			fail_msg("%s:%u %s %s denied: %s", host, port, m ? m : "", path ? path : "", \
+				 _d.why);                                                          \
+	} while (0)
+
+#define DENY(p, host, port, m, path, want)                                                       \
+	do {                                                                                       \
+		struct sl_decision _d = decide(p, host, port, m, path);                            \
+		if (_d.verdict != SL_VERDICT_DENY)                                                 \
+			fail_msg("%s:%u %s %s allowed: %s", host, port, m ? m : "", path ? path : "", \
+				 _d.why);                                                          \
+		if (_d.reason != (want))                                                         \
+			fail_msg("%s:%u: reason %s, want %s (%s)", host, port,                    \
+				 sl_reason_to_string(_d.reason), sl_reason_to_string(want), _d.why); \
+	} while (0)
+
+static void test_default_deny(void **state)
+{
+	struct sl_policy *p = NULL;
+
+	assert_int_equal(sl_policy_new_deny_all(&p), 0);
+	DENY(p, "example.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "127.0.0.1", 80, "GET", "/", SL_REASON_NO_RULE);
+	sl_policy_free(p);
+
+	p = load("version: 1\nallow:\n  - host: a.com\n");
+	DENY(p, "b.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	struct sl_decision d = decide(p, "B.com", 443, NULL, NULL);
+	assert_null(d.rule);
+	assert_string_equal(d.why, "b.com is not allowed by the policy (no rule names it)");
+	sl_policy_free(p);
+}
+
+static void test_exact_names(void **state)
+{
+	struct sl_policy *p = load("version: 1\nallow:\n  - host: x.com\n");
+
+	ALLOW(p, "x.com", 443, NULL, NULL);
+	ALLOW(p, "X.COM", 443, NULL, NULL);
+	ALLOW(p, "x.com.", 80, NULL, NULL);
+	DENY(p, "x.com..", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "a.x.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "evilx.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "x.com.evil.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "x.co", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "[x.com]", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "x.com:443", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "x.com\\", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "x.com/", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "x.com%00", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	{
+		struct sl_request req = { .host = "x.com\0.evil", .host_len = 11, .port = 443 };
+		struct sl_decision d;
+
+		sl_policy_decide(p, &req, &d);
+		assert_int_equal(d.verdict, SL_VERDICT_DENY);
+		assert_int_equal(d.reason, SL_REASON_INVALID_HOST);
+	}
+	sl_policy_free(p);
+}
+
+static void test_wildcards(void **state)
+{
+	struct sl_policy *p = load("version: 1\nallow:\n  - host: \"*.x.com\"\n");
+
+	ALLOW(p, "a.x.com", 443, NULL, NULL);
+	ALLOW(p, "A.B.X.COM.", 443, NULL, NULL);
+	/* The apex is not below itself: a documented choice. */
+	DENY(p, "x.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "evilx.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "a.evilx.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "x.com.evil.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "a.x.com.evil.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, ".x.com", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	sl_policy_free(p);
+}
+
+static void test_deny_beats_allow(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n"
+				   "  - host: \"*.githubusercontent.com\"\n"
+				   "  - host: gist.githubusercontent.com\n"
+				   "deny:\n"
+				   "  - host: gist.githubusercontent.com\n"
+				   "  - host: \"*.evil.githubusercontent.com\"\n");
+	struct sl_decision d;
+	char id[32];
+
+	ALLOW(p, "raw.githubusercontent.com", 443, NULL, NULL);
+	DENY(p, "gist.githubusercontent.com", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	/* The spellings that bypassed deny lists elsewhere. */
+	DENY(p, "GIST.githubusercontent.com", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "gist.githubusercontent.com.", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "Gist.GitHubUserContent.Com.", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "[gist.githubusercontent.com]", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "gist.githubusercontent.com", 8443, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "a.b.evil.githubusercontent.com", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	ALLOW(p, "evil.githubusercontent.com", 443, NULL, NULL);
+
+	d = decide(p, "gist.githubusercontent.com", 443, "GET", "/");
+	assert_int_equal(d.verdict, SL_VERDICT_DENY);
+	assert_int_equal(d.rule->kind, SL_RULE_DENY);
+	assert_string_equal(sl_rule_id(d.rule, id, sizeof(id)), "deny[1]");
+	assert_string_equal(d.why, "gist.githubusercontent.com:443 denied by deny[1] (t.yaml:6)");
+	sl_policy_free(p);
+}
+
+static void test_idn(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n  - host: \"*.b\xc3\xbc" "cher.de\"\n"
+				   "deny:\n  - host: xn--mnchen-3ya.de\n  - host: m\xc3\xbcnchen.at\n");
+
+	ALLOW(p, "shop.xn--bcher-kva.de", 443, NULL, NULL);
+	ALLOW(p, "shop.b\xc3\xbc" "cher.de", 443, NULL, NULL);
+	ALLOW(p, "shop.B\xc3\x9c" "CHER.de", 443, NULL, NULL);
+	/* Deny rules hold whichever spelling the rule or the client uses. */
+	DENY(p, "m\xc3\xbcnchen.de", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "xn--mnchen-3ya.at", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	sl_policy_free(p);
+
+	p = load("version: 1\nallow:\n  - host: \"*.de\"\ndeny:\n  - host: m\xc3\xbcnchen.de\n");
+	DENY(p, "xn--mnchen-3ya.de", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "M\xc3\x9cNCHEN.DE.", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	sl_policy_free(p);
+}
+
+static void test_ip_literals(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n"
+				   "  - host: \"*.com\"\n"
+				   "  - host: 203.0.113.7\n"
+				   "  - host: \"2001:db8::7\"\n"
+				   "  - host: \"*.internal\"\n"
+				   "deny:\n"
+				   "  - host: 169.254.169.254\n");
+
+	/* An address never matches a name rule, however broad. */
+	DENY(p, "1.2.3.4", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "[2001:db8::1]", 443, NULL, NULL, SL_REASON_NO_RULE);
+	/* An address rule matches every spelling of that address. */
+	ALLOW(p, "203.0.113.7", 443, NULL, NULL);
+	ALLOW(p, "0xcb.0.113.7", 443, NULL, NULL);
+	ALLOW(p, "3405803783", 443, NULL, NULL);
+	ALLOW(p, "[::ffff:203.0.113.7]", 443, NULL, NULL);
+	ALLOW(p, "[2001:DB8:0::7]", 443, NULL, NULL);
+	ALLOW(p, "2001:db8::7", 443, NULL, NULL);
+	DENY(p, "203.0.113.8", 443, NULL, NULL, SL_REASON_NO_RULE);
+	/* The metadata address in any spelling hits its deny rule. */
+	DENY(p, "169.254.169.254", 80, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "2852039166", 80, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "0xa9.0xfe.0xa9.0xfe", 80, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "[::ffff:a9fe:a9fe]", 80, NULL, NULL, SL_REASON_DENY_RULE);
+	/* A name ending in a number is an address or invalid, never a name. */
+	DENY(p, "metadata.internal.0", 80, NULL, NULL, SL_REASON_INVALID_HOST);
+	sl_policy_free(p);
+}
+
+static void test_ports(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n"
+				   "  - host: a.com\n"
+				   "  - host: b.com\n    ports: [8443]\n"
+				   "  - host: c.com\n    ports: [22, 443]\n"
+				   "deny:\n"
+				   "  - host: c.com\n    ports: [22]\n");
+
+	ALLOW(p, "a.com", 80, NULL, NULL);
+	ALLOW(p, "a.com", 443, NULL, NULL);
+	DENY(p, "a.com", 8080, NULL, NULL, SL_REASON_PORT);
+	DENY(p, "a.com", 22, NULL, NULL, SL_REASON_PORT);
+	ALLOW(p, "b.com", 8443, NULL, NULL);
+	DENY(p, "b.com", 443, NULL, NULL, SL_REASON_PORT);
+	ALLOW(p, "c.com", 443, NULL, NULL);
+	DENY(p, "c.com", 22, NULL, NULL, SL_REASON_DENY_RULE);
+	DENY(p, "a.com", 0, NULL, NULL, SL_REASON_INVALID_REQUEST);
+
+	struct sl_decision d = decide(p, "a.com", 8080, NULL, NULL);
+	assert_string_equal(d.why, "a.com is allowed, but not on port 8080");
+	sl_policy_free(p);
+}
+
+static void test_methods_and_paths(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n"
+				   "  - host: api.x.com\n"
+				   "    ports: [443]\n"
+				   "    methods: [POST]\n"
+				   "    paths: [\"/v1/messages\", \"/v1/messages/*\"]\n"
+				   "  - host: registry.x.com\n"
+				   "    methods: [GET, HEAD]\n"
+				   "  - host: plain.x.com\n");
+	struct sl_decision d;
+
+	/* On a connection, method and path are not known yet: allowed, to be
+	 * inspected. A host whose rules need neither is not inspected. */
+	d = decide(p, "api.x.com", 443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.inspect);
+	d = decide(p, "plain.x.com", 443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_false(d.inspect);
+
+	ALLOW(p, "api.x.com", 443, "POST", "/v1/messages");
+	ALLOW(p, "api.x.com", 443, "POST", "/v1/messages?beta=1");
+	ALLOW(p, "api.x.com", 443, "POST", "/v1/messages/count_tokens");
+	ALLOW(p, "api.x.com", 443, "POST", "//v1/messages");
+	ALLOW(p, "api.x.com", 443, "POST", "/v1/%6Dessages");
+	DENY(p, "api.x.com", 443, "GET", "/v1/messages", SL_REASON_METHOD);
+	DENY(p, "api.x.com", 443, "post", "/v1/messages", SL_REASON_METHOD);
+	DENY(p, "api.x.com", 443, "POST", "/v1/files", SL_REASON_PATH);
+	DENY(p, "api.x.com", 443, "POST", "/v1/messagesX", SL_REASON_PATH);
+	DENY(p, "api.x.com", 443, "POST", "/V1/messages", SL_REASON_PATH);
+	DENY(p, "api.x.com", 443, "POST", "/v1/messages/../files", SL_REASON_INVALID_PATH);
+	DENY(p, "api.x.com", 443, "POST", "/v1/messages/%2e%2e/files", SL_REASON_INVALID_PATH);
+	DENY(p, "api.x.com", 443, "POST", "/v1/messages%2f..%2ffiles", SL_REASON_INVALID_PATH);
+	DENY(p, "api.x.com", 80, "POST", "/v1/messages", SL_REASON_PORT);
+
+	d = decide(p, "api.x.com", 443, "GET", "/v1/messages");
+	assert_string_equal(d.why, "api.x.com:443 is allowed, but not method GET");
+	d = decide(p, "api.x.com", 443, "POST", "/v1/files?x=1");
+	assert_string_equal(d.why, "api.x.com:443 is allowed, but not path /v1/files");
+
+	ALLOW(p, "registry.x.com", 443, "GET", "/left-pad");
+	ALLOW(p, "registry.x.com", 443, "HEAD", "/left-pad");
+	DENY(p, "registry.x.com", 443, "PUT", "/left-pad", SL_REASON_METHOD);
+	DENY(p, "registry.x.com", 443, "PROPFIND", "/", SL_REASON_METHOD);
+	/* A rule without methods or paths allows any method, known or not,
+	 * and does not care how ambiguous the path is. */
+	ALLOW(p, "plain.x.com", 443, "PROPFIND", "/");
+	ALLOW(p, "plain.x.com", 443, "GET", "/a/../b");
+	/* A method needs a path and a path a method. */
+	DENY(p, "plain.x.com", 443, "GET", NULL, SL_REASON_INVALID_REQUEST);
+	DENY(p, "plain.x.com", 443, NULL, "/", SL_REASON_INVALID_REQUEST);
+	sl_policy_free(p);
+}
+
+static void test_deny_paths(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n  - host: app.x.com\n"
+				   "deny:\n"
+				   "  - host: app.x.com\n    paths: [\"/admin/*\", \"/admin\"]\n"
+				   "  - host: app.x.com\n    methods: [DELETE]\n");
+	struct sl_decision d;
+
+	/* A deny rule with paths makes the connection inspected. */
+	d = decide(p, "app.x.com", 443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.inspect);
+
+	ALLOW(p, "app.x.com", 443, "GET", "/home");
+	DENY(p, "app.x.com", 443, "GET", "/admin", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "/admin/users", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "/%61dmin/users", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "//admin//users", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "/admin?x", SL_REASON_DENY_RULE);
+	/* Ambiguous spellings cannot be judged against a deny rule: refused. */
+	DENY(p, "app.x.com", 443, "GET", "/home/../admin", SL_REASON_INVALID_PATH);
+	DENY(p, "app.x.com", 443, "GET", "/home/..;/admin", SL_REASON_INVALID_PATH);
+	DENY(p, "app.x.com", 443, "GET", "/x%2fadmin", SL_REASON_INVALID_PATH);
+	DENY(p, "app.x.com", 443, "DELETE", "/home", SL_REASON_DENY_RULE);
+	sl_policy_free(p);
+}
+
+static void test_first_allow_decides(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "secrets:\n  one: { env: ONE }\n  two: { env: TWO }\n"
+				   "allow:\n"
+				   "  - host: \"*.x.com\"\n    name: wide\n"
+				   "  - host: api.x.com\n    paths: [\"/v1/*\"]\n"
+				   "    inject: { header: Authorization, prefix: \"Bearer \", secret: one }\n"
+				   "  - host: api.x.com\n"
+				   "    inject: { header: Authorization, secret: two }\n");
+	struct sl_decision d;
+	char id[32];
+
+	d = decide(p, "api.x.com", 443, "GET", "/v1/models");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_string_equal(sl_rule_id(d.rule, id, sizeof(id)), "wide");
+	assert_false(d.rule->has_inject);
+	assert_true(d.inspect);
+	sl_policy_free(p);
+
+	p = load("version: 1\n"
+		 "secrets:\n  one: { env: ONE }\n  two: { env: TWO }\n"
+		 "allow:\n"
+		 "  - host: api.x.com\n    paths: [\"/v1/*\"]\n"
+		 "    inject: { header: Authorization, prefix: \"Bearer \", secret: one }\n"
+		 "  - host: api.x.com\n"
+		 "    inject: { header: Authorization, secret: two }\n");
+	d = decide(p, "api.x.com", 443, "GET", "/v1/models");
+	assert_int_equal(d.rule->index, 1);
+	assert_int_equal(d.rule->inject.secret, 0);
+	d = decide(p, "api.x.com", 443, "GET", "/v2/models");
+	assert_int_equal(d.rule->index, 2);
+	assert_int_equal(d.rule->inject.secret, 1);
+	sl_policy_free(p);
+}
+
+static void test_many_rules(void **state)
+{
+	size_t n = 10000, i, cap = n * 64 + 256, len;
+	char *yaml = malloc(cap), host[64];
+	struct sl_policy *p;
+
+	assert_non_null(yaml);
+	len = (size_t)snprintf(yaml, cap, "version: 1\nallow:\n");
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(yaml + len, cap - len, "  - host: \"%shost%zu.example\"\n",
+					i % 2 ? "*." : "", i);
+	p = load(yaml);
+	free(yaml);
+	assert_int_equal(p->n_rules, n);
+
+	ALLOW(p, "host0.example", 443, NULL, NULL);
+	ALLOW(p, "a.b.host9999.example", 443, NULL, NULL);
+	DENY(p, "host9999.example", 443, NULL, NULL, SL_REASON_NO_RULE);
+	DENY(p, "host10000.example", 443, NULL, NULL, SL_REASON_NO_RULE);
+	for (i = 0; i < n; i += 97) {
+		snprintf(host, sizeof(host), "%shost%zu.example", i % 2 ? "x." : "", i);
+		ALLOW(p, host, 80, NULL, NULL);
+	}
+	sl_policy_free(p);
+}
+
+static void test_strings(void **state)
+{
+	for (int r = 0; r < _SL_REASON_MAX; r++)
+		assert_string_not_equal(sl_reason_to_string((enum sl_reason)r), "unknown");
+	assert_string_equal(sl_reason_to_string(_SL_REASON_MAX), "unknown");
+	assert_int_equal(sl_method_from_string("PATCH", 5), SL_METHOD_PATCH);
+	assert_int_equal(sl_method_from_string("GETX", 4), 0);
+	assert_int_equal(sl_method_from_string("GET", 2), 0);
+	assert_string_equal(sl_method_to_string(SL_METHOD_HEAD), "HEAD");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_deny),
+		cmocka_unit_test(test_exact_names),
+		cmocka_unit_test(test_wildcards),
+		cmocka_unit_test(test_deny_beats_allow),
+		cmocka_unit_test(test_idn),
+		cmocka_unit_test(test_ip_literals),
+		cmocka_unit_test(test_ports),
+		cmocka_unit_test(test_methods_and_paths),
+		cmocka_unit_test(test_deny_paths),
+		cmocka_unit_test(test_first_allow_decides),
+		cmocka_unit_test(test_many_rules),
+		cmocka_unit_test(test_strings),
+	};
+	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
+}
