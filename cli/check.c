@@ -104,7 +104,7 @@ static int decide(const struct sl_policy *p, const char *target, const char *met
 	struct sl_request req = { 0 };
 	struct sl_decision d;
 	const char *why = NULL;
-	char id[96] = "-";
+	char id[96] = "-", text[512];
 
 	if (sl_host_split(target, strlen(target), &req.host, &req.host_len, &req.port, &why) < 0) {
 		fprintf(stderr, "sluice check: --decide '%s': %s\n", target, why);
@@ -121,7 +121,7 @@ static int decide(const struct sl_policy *p, const char *target, const char *met
 	if (d.rule)
 		sl_rule_id(d.rule, id, sizeof(id));
 	printf("%s %s %s: %s%s\n", d.verdict == SL_VERDICT_ALLOW ? "allow" : "deny", id,
-	       sl_reason_to_string(d.reason), d.why,
+	       sl_reason_to_string(d.reason), sl_policy_explain(p, &req, &d, text, sizeof(text)),
 	       d.verdict == SL_VERDICT_ALLOW && d.inspect ? "; requests are inspected" : "");
 	return d.verdict == SL_VERDICT_ALLOW ? SL_EXIT_OK : SL_EXIT_DENIED;
 }

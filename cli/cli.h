@@ -7,6 +7,8 @@ enum {
 	SL_EXIT_INVALID = 1, /* the policy (or other input file) is invalid */
 	SL_EXIT_USAGE = 2,   /* bad command line */
 	SL_EXIT_DENIED = 3,  /* `check --decide`: the request would be denied */
+	SL_EXIT_FAILURE = 4, /* the system refused (netlink, permissions, resources) */
 };
 
 int sl_cmd_check(int argc, char **argv);
+int sl_cmd_guard(int argc, char **argv);

@@ -19,6 +19,8 @@ static void usage(FILE *f)
 	      "commands:\n"
 	      "  check FILE [--decide HOST[:PORT] [METHOD PATH]]\n"
 	      "                 validate a policy; with --decide, show how it decides a request\n"
+	      "  guard --uid UID --gateway ADDR:PORT [--remove]\n"
+	      "                 let uid UID reach only ADDR:PORT (persistent nftables rules)\n"
 	      "\n"
 	      "  sluice --help | --version\n",
 	      f);
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "check"))
 		return sl_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "guard"))
+		return sl_cmd_guard(argc - 1, argv + 1);
 
 	fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
 	usage(stderr);

@@ -22,6 +22,7 @@
 
 struct index_entry {
 	const char *key; /* a rule's host; NULL for an empty slot */
+	size_t key_len;
 	bool wildcard;
 	size_t *rules; /* indices into sl_policy.rules, ascending */
 	size_t n_rules;
@@ -58,7 +59,7 @@ static struct index_entry *index_find(const struct sl_policy_index *idx, const c
 
 		if (!e->key)
 			return NULL;
-		if (e->wildcard == wildcard && strlen(e->key) == len &&
+		if (e->wildcard == wildcard && e->key_len == len &&
 		    memcmp(e->key, key, len) == 0)
 			return e;
 	}
@@ -105,6 +106,7 @@ int sl_policy_index_build(struct sl_policy *p)
 
 			if (!e->key) {
 				e->key = r->host;
+				e->key_len = len;
 				e->wildcard = r->wildcard;
 				break;
 			}
@@ -186,63 +188,6 @@ static int path_get(const struct sl_request *req, struct path_state *ps)
 	return ps->state;
 }
 
-static void explain(const struct sl_policy *p, const struct sl_request *req,
-		    struct sl_decision *d, const char *path_why, const char *path)
-{
-	char id[96] = "";
-	const char *h = d->host;
-	const char *m = req->method ? req->method : "";
-	int mlen = 0;
-
-	/* The method is the client's; print it only if it is a token we know. */
-	if (req->method && sl_method_from_string(req->method, strlen(req->method)))
-		mlen = (int)strlen(m);
-	if (d->rule)
-		sl_rule_id(d->rule, id, sizeof(id));
-
-	switch (d->reason) {
-	case SL_REASON_ALLOWED:
-		snprintf(d->why, sizeof(d->why), "%s:%u allowed by %s (%s:%u)", h, req->port, id,
-			 p->source, d->rule->line);
-		break;
-	case SL_REASON_DENY_RULE:
-		snprintf(d->why, sizeof(d->why), "%s:%u denied by %s (%s:%u)", h, req->port, id,
-			 p->source, d->rule->line);
-		break;
-	case SL_REASON_NO_RULE:
-		snprintf(d->why, sizeof(d->why), "%s is not allowed by the policy (no rule names it)",
-			 h);
-		break;
-	case SL_REASON_PORT:
-		snprintf(d->why, sizeof(d->why), "%s is allowed, but not on port %u", h, req->port);
-		break;
-	case SL_REASON_METHOD:
-		if (mlen)
-			snprintf(d->why, sizeof(d->why), "%s:%u is allowed, but not method %.*s", h,
-				 req->port, mlen, m);
-		else
-			snprintf(d->why, sizeof(d->why), "%s:%u is allowed, but not this method", h,
-				 req->port);
-		break;
-	case SL_REASON_PATH:
-		snprintf(d->why, sizeof(d->why), "%s:%u is allowed, but not path %.200s", h,
-			 req->port, path ? path : "");
-		break;
-	case SL_REASON_INVALID_HOST:
-		snprintf(d->why, sizeof(d->why), "invalid host: %s", path_why);
-		break;
-	case SL_REASON_INVALID_PATH:
-		snprintf(d->why, sizeof(d->why), "%s:%u: refused ambiguous path: %s", h, req->port,
-			 path_why ? path_why : "");
-		break;
-	case SL_REASON_INVALID_REQUEST:
-		snprintf(d->why, sizeof(d->why), "invalid request: %s", path_why);
-		break;
-	case _SL_REASON_MAX:
-		break;
-	}
-}
-
 void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		      struct sl_decision *d)
 {
@@ -256,25 +201,29 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	bool inspect = false;
 
 	ps_store.state = 0;
-	memset(d, 0, sizeof(*d));
 	d->verdict = SL_VERDICT_DENY;
+	d->reason = SL_REASON_NO_RULE;
+	d->rule = NULL;
+	d->inspect = false;
+	d->detail = NULL;
+	d->host_kind = SL_HOST_NAME;
 
 	if (sl_host_normalize(req->host, req->host_len, d->host, &d->host_kind, &why) < 0) {
 		d->host[0] = '\0';
 		d->reason = SL_REASON_INVALID_HOST;
-		explain(p, req, d, why, NULL);
+		d->detail = why;
 		return;
 	}
 	if (req->port == 0 || (req->path && !req->method)) {
 		d->reason = SL_REASON_INVALID_REQUEST;
-		explain(p, req, d, req->port == 0 ? "no port" : "a path without a method", NULL);
+		d->detail = req->port == 0 ? "no port" : "a path without a method";
 		return;
 	}
 	if (req->method) {
 		mbit = sl_method_from_string(req->method, strlen(req->method));
 		if (!req->path) {
 			d->reason = SL_REASON_INVALID_REQUEST;
-			explain(p, req, d, "a method without a path", NULL);
+			d->detail = "a method without a path";
 			return;
 		}
 	}
@@ -320,7 +269,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 						/* We cannot tell whether the deny rule
 						 * applies; refuse rather than guess. */
 						d->reason = SL_REASON_INVALID_PATH;
-						explain(p, req, d, ps->why, NULL);
+						d->detail = ps->why;
 						return;
 					}
 					if (!paths_ok(r, ps->buf))
@@ -333,7 +282,6 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	if (deny) {
 		d->rule = deny;
 		d->reason = SL_REASON_DENY_RULE;
-		explain(p, req, d, NULL, NULL);
 		return;
 	}
 
@@ -370,14 +318,75 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 
 	if (!allow) {
 		d->reason = closest;
-		explain(p, req, d, why, ps->state > 0 ? ps->buf : NULL);
+		d->detail = closest == SL_REASON_INVALID_PATH ? why : NULL;
 		return;
 	}
 	d->verdict = SL_VERDICT_ALLOW;
 	d->reason = SL_REASON_ALLOWED;
 	d->rule = allow;
 	d->inspect = inspect;
-	explain(p, req, d, NULL, NULL);
+}
+
+const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request *req,
+			      const struct sl_decision *d, char *buf, size_t size)
+{
+	char id[96] = "", path[256] = "";
+	const char *h = d->host;
+	const char *m = req->method ? req->method : "";
+	int mlen = 0;
+
+	/* The method is the client's; print it only if it is a token we know. */
+	if (req->method && sl_method_from_string(req->method, strlen(req->method)))
+		mlen = (int)strlen(m);
+	if (d->rule)
+		sl_rule_id(d->rule, id, sizeof(id));
+	if (d->reason == SL_REASON_PATH) {
+		char full[SL_PATH_BUF];
+
+		if (sl_path_normalize(req->path, req->path_len, full, sizeof(full), NULL) >= 0)
+			snprintf(path, sizeof(path), "%.200s%s", full, strlen(full) > 200 ? "..." : "");
+	}
+
+	switch (d->reason) {
+	case SL_REASON_ALLOWED:
+		snprintf(buf, size, "%s:%u allowed by %s (%s:%u)", h, req->port, id, p->source,
+			 d->rule->line);
+		break;
+	case SL_REASON_DENY_RULE:
+		snprintf(buf, size, "%s:%u denied by %s (%s:%u)", h, req->port, id, p->source,
+			 d->rule->line);
+		break;
+	case SL_REASON_NO_RULE:
+		snprintf(buf, size, "%s is not allowed by the policy (no rule names it)", h);
+		break;
+	case SL_REASON_PORT:
+		snprintf(buf, size, "%s is allowed, but not on port %u", h, req->port);
+		break;
+	case SL_REASON_METHOD:
+		if (mlen)
+			snprintf(buf, size, "%s:%u is allowed, but not method %.*s", h, req->port, mlen,
+				 m);
+		else
+			snprintf(buf, size, "%s:%u is allowed, but not this method", h, req->port);
+		break;
+	case SL_REASON_PATH:
+		snprintf(buf, size, "%s:%u is allowed, but not path %s", h, req->port, path);
+		break;
+	case SL_REASON_INVALID_HOST:
+		snprintf(buf, size, "invalid host: %s", d->detail ? d->detail : "?");
+		break;
+	case SL_REASON_INVALID_PATH:
+		snprintf(buf, size, "%s:%u: refused ambiguous path: %s", h, req->port,
+			 d->detail ? d->detail : "?");
+		break;
+	case SL_REASON_INVALID_REQUEST:
+		snprintf(buf, size, "invalid request: %s", d->detail ? d->detail : "?");
+		break;
+	case _SL_REASON_MAX:
+		snprintf(buf, size, "?");
+		break;
+	}
+	return buf;
 }
 
 const char *sl_reason_to_string(enum sl_reason r)

@@ -965,7 +965,7 @@ static bool scan_events(struct loader *l, const char *buf, size_t len)
 				ok = false;
 				done = true;
 			}
-			/* fall through */
+			_fallthrough_;
 		case YAML_SCALAR_EVENT:
 			if (++nodes > MAX_NODES) {
 				error_at_mark(l, ev.start_mark.line, ev.start_mark.column,

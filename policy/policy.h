@@ -182,9 +182,9 @@ struct sl_decision {
 	/* For an allowed connection: some rule for this host and port needs
 	 * its requests inspected (methods, paths or a credential). */
 	bool inspect;
-	/* Why, in one line that names the host and the rule, for a 403 body
-	 * and the audit log. Printable ASCII only. */
-	char why[512];
+	/* For invalid hosts, paths and requests: a static sentence saying
+	 * what is wrong with it. NULL otherwise. */
+	const char *detail;
 	char host[SL_HOST_BUF]; /* the normal form, "" when invalid */
 	enum sl_host_kind host_kind;
 };
@@ -192,6 +192,14 @@ struct sl_decision {
 /* Decide a request. Never fails: anything it cannot make sense of is denied. */
 void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		      struct sl_decision *ret);
+
+/*
+ * Say why, in one line of printable ASCII that names the host, the port and
+ * the deciding rule, for a 403 body and the audit log. Formatting is kept
+ * out of sl_policy_decide() so that deciding stays cheap. Returns buf.
+ */
+const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request *req,
+			      const struct sl_decision *d, char *buf, size_t size);
 
 const char *sl_reason_to_string(enum sl_reason r);
 
