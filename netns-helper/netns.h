@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * netns-helper: the sandbox a command runs in.
+ *
+ * A sandbox is a network namespace of its own, joined to the namespace that
+ * created it by one veth pair: the host end ("sluice<N>") carries the
+ * gateway's address, the sandbox end ("eth0") is created directly inside
+ * the sandbox namespace and holds the sandbox's only route, a default route
+ * through the host end. IPv6 is disabled inside. The command is started in
+ * that namespace and a private mount namespace (with a resolv.conf naming
+ * the gateway), optionally in a cgroup with limits, as an unprivileged user
+ * without any capability.
+ *
+ * Contract shared by every function here (STYLE.md):
+ *  - >= 0 on success, a negative errno on failure; on failure, and only
+ *    then, `err` (when not NULL) receives one line saying what failed and
+ *    why. Nothing here prints.
+ *  - ret_ out parameters are written only on success.
+ *  - Everything that touches the kernel needs root (CAP_NET_ADMIN,
+ *    CAP_SYS_ADMIN) and a single-threaded caller: entering a namespace with
+ *    setns() changes only the calling thread.
+ *  - All rtnetlink traffic goes through one module (nl.c), never `ip`.
+ */
+#pragma once
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- Pure parts: parsing and address arithmetic (unit tested). ---- */
+
+/* The pool sandboxes take their addresses from. Each sandbox gets one /30:
+ * network, host end (.1), sandbox end (.2), broadcast. */
+#define SL_NETNS_DEFAULT_POOL "10.231.0.0/16"
+
+struct sl_netns_pool {
+	uint32_t base;   /* host byte order, aligned to the prefix */
+	unsigned prefix; /* 8..30 */
+};
+
+/* "A.B.C.D/P" with P in 8..30 and no host bits set. -EINVAL otherwise. */
+int sl_netns_pool_parse(const char *s, struct sl_netns_pool *ret);
+/* How many /30 slots the pool holds. */
+uint32_t sl_netns_pool_slots(const struct sl_netns_pool *pool);
+/* The addresses of slot `i` (network byte order). -ERANGE past the end. */
+int sl_netns_pool_slot(const struct sl_netns_pool *pool, uint32_t i, struct in_addr *ret_host,
+		       struct in_addr *ret_peer);
+
+/* "512M", "1G", "1048576", "64KiB": binary units K, M, G, T, optionally
+ * followed by "B" or "iB". Zero and overflow are -ERANGE. */
+int sl_netns_parse_size(const char *s, uint64_t *ret);
+/* A decimal integer in [min, max]; -EINVAL or -ERANGE. */
+int sl_netns_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+/* "50" or "50%"; 1..(100 * 1024) (more than 100 means several CPUs). */
+int sl_netns_parse_percent(const char *s, unsigned *ret);
+
+/* ---- `sluice run` arguments (parsed here so the unit tests reach them). ---- */
+
+struct sl_netns_limits {
+	uint64_t memory_bytes; /* 0: no limit */
+	uint64_t pids;         /* 0: no limit */
+	unsigned cpu_percent;  /* 0: no limit */
+};
+
+struct sl_netns_run_args {
+	const char *policy;      /* NULL: deny every egress */
+	const char *user;        /* NULL: the default user */
+	const char *audit;       /* options accepted by the grammar that the */
+	const char *resolver;    /* caller must refuse until the gateway     */
+	const char *upstream_ca; /* exists                                   */
+	const char *pool;        /* NULL: SL_NETNS_DEFAULT_POOL */
+	struct sl_netns_limits limits;
+	char **argv; /* the command, NULL-terminated, at least one word */
+	bool help;   /* --help: nothing else is meaningful */
+};
+
+/* argv[0] is "run". Options may come in any order before "--" (or before
+ * the first word that is not an option); a repeated option is an error. */
+int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret, char *err,
+			    size_t errlen);
+
+/* ---- Who the command runs as. ---- */
+
+struct sl_netns_user {
+	uid_t uid;
+	gid_t gid;
+	char name[64]; /* "" when the uid has no passwd entry */
+	char home[256];
+};
+
+/* `spec` is a user name or a numeric uid; NULL means SUDO_UID/SUDO_GID when
+ * set (sluice run through sudo), else "nobody". uid 0 is refused: the point
+ * is an unprivileged command. A numeric uid without a passwd entry gets the
+ * gid of the same number. */
+int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err, size_t errlen);
+
+/* ---- cgroups (v2, or v1/hybrid with memory, pids and cpu controllers). ---- */
+
+struct sl_netns_cgroup;
+
+/* Create "sluice-<pid>" beneath the cgroups sluice itself runs in, one per
+ * controller a limit needs, and write the limits. Stale sluice-<pid> groups
+ * of dead sluices there are removed first. */
+int sl_netns_cgroup_new(const struct sl_netns_limits *limits,
+			struct sl_netns_cgroup **ret, char *err, size_t errlen);
+/* Kill whatever is still inside, remove the groups. Accepts NULL. */
+void sl_netns_cgroup_free(struct sl_netns_cgroup *cg);
+
+/* ---- The sandbox: namespace, veth, addresses, route. ---- */
+
+struct sl_netns_sandbox;
+
+struct sl_netns_sandbox_config {
+	struct sl_netns_pool pool;
+	const char *lock_dir; /* NULL: /run/sluice/pool */
+};
+
+/*
+ * Create a sandbox in the caller's network namespace: take a free /30 from
+ * the pool (a lock file per slot, plus a check that no address of the slot
+ * is in use here), remove a stale link of that slot left by a sluice that
+ * was SIGKILLed, create the namespace and the veth, address and bring up
+ * both ends and lo, route the sandbox to the host end, disable IPv6 inside
+ * and IPv4 forwarding from the host end. On failure everything done so far
+ * is undone.
+ */
+int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg,
+			 struct sl_netns_sandbox **ret, char *err, size_t errlen);
+/* Delete the veth (and so both ends), close the namespace, release the slot.
+ * Accepts NULL. */
+void sl_netns_sandbox_free(struct sl_netns_sandbox *sb);
+
+int sl_netns_sandbox_fd(const struct sl_netns_sandbox *sb); /* the namespace */
+uint32_t sl_netns_sandbox_slot(const struct sl_netns_sandbox *sb);
+const char *sl_netns_sandbox_host_ifname(const struct sl_netns_sandbox *sb);
+struct in_addr sl_netns_sandbox_host_addr(const struct sl_netns_sandbox *sb);
+struct in_addr sl_netns_sandbox_peer_addr(const struct sl_netns_sandbox *sb);
+
+/* Call fn(userdata) with the calling thread inside the sandbox's network
+ * namespace, then return to the caller's; returns what fn returned. Used to
+ * install the sandbox's nftables rules. Aborts if it cannot return: going on
+ * in the wrong namespace would be worse. */
+int sl_netns_sandbox_run_inside(const struct sl_netns_sandbox *sb, int (*fn)(void *userdata),
+				void *userdata);
+
+/* ---- The command. ---- */
+
+struct sl_netns_spawn {
+	const struct sl_netns_sandbox *sandbox;
+	const struct sl_netns_cgroup *cgroup; /* NULL: none */
+	struct sl_netns_user user;
+	char *const *argv;
+	char *const *envp; /* the command's whole environment */
+	/* The signal mask the command gets (the caller typically blocks the
+	 * signals it forwards); NULL: empty. */
+	const sigset_t *sigmask;
+};
+
+/*
+ * Start the command: a child that joins the cgroup, the sandbox's network
+ * namespace and a new mount namespace whose /etc/resolv.conf names the
+ * host end, drops to the user (groups reset, every capability dropped
+ * including the bounding and ambient sets, no_new_privs), arms a parent
+ * death signal, closes every fd but 0-2 and executes argv. Returns once the
+ * command runs (or setup failed: then the child is reaped and err says which
+ * step failed and why). stdin, stdout, stderr and the process group (and so
+ * the controlling terminal) are shared with the caller.
+ */
+int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, char *err, size_t errlen);
+
+/* The proxy variables for a gateway at host:port, added to (a copy of)
+ * `base` in place of any of the same names: HTTP_PROXY, HTTPS_PROXY,
+ * http_proxy, https_proxy, ALL_PROXY, all_proxy, NO_PROXY, no_proxy; plus
+ * HOME, USER and LOGNAME of `user` when known. Free with
+ * sl_netns_env_free(). */
+int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
+		       const struct sl_netns_user *user, char ***ret);
+void sl_netns_env_free(char **env);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one place that owns rtnetlink sockets (internal to netns-helper).
+ *
+ * A socket is bound to the network namespace it was opened in, so the
+ * sandbox side is configured through a socket opened while inside it.
+ * Every request asks for an ACK and every ACK is read; an error comes back
+ * as "<what>: <strerror>: <the kernel's extended ACK message>".
+ */
+#pragma once
+
+#include <libmnl/libmnl.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sl_nl;
+
+/* Open a NETLINK_ROUTE socket in the calling thread's namespace. */
+int sl_nl_open(struct sl_nl **ret, char *err, size_t errlen);
+void sl_nl_close(struct sl_nl *nl);
+
+/* A buffer for one request; the header is zeroed and typed. */
+struct nlmsghdr *sl_nl_msg(struct sl_nl *nl, uint16_t type, uint16_t flags);
+
+/* Send the request built with sl_nl_msg() and read replies until its ACK
+ * (or, for a dump, its DONE). `cb` sees every data message; may be NULL. */
+int sl_nl_call(struct sl_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data,
+	       const char *what, char *err, size_t errlen);
+
+/* ---- Requests built on sl_nl_call(). ---- */
+
+/* The index of link `name`; -ENODEV when there is none. */
+int sl_nl_link_index(struct sl_nl *nl, const char *name, int *ret, char *err, size_t errlen);
+/* Create a veth pair: `name` here, `peer` directly inside namespace
+ * `peer_netns_fd`, so it never exists here, not even briefly. */
+int sl_nl_veth_add(struct sl_nl *nl, const char *name, const char *peer, int peer_netns_fd,
+		   char *err, size_t errlen);
+int sl_nl_link_del(struct sl_nl *nl, const char *name, char *err, size_t errlen);
+int sl_nl_link_up(struct sl_nl *nl, int ifindex, const char *what, char *err, size_t errlen);
+int sl_nl_addr_add(struct sl_nl *nl, int ifindex, struct in_addr addr, unsigned prefix,
+		   char *err, size_t errlen);
+int sl_nl_route_default(struct sl_nl *nl, int ifindex, struct in_addr gateway, char *err,
+			size_t errlen);
+/* Is any IPv4 address of this namespace inside net/prefix? 1 yes, 0 no. */
+int sl_nl_addr_in_use(struct sl_nl *nl, struct in_addr net, unsigned prefix, char *err,
+		      size_t errlen);

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int sl_err(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return r;
+}
+
+int sl_write_file(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = strlen(s);
+	ssize_t n;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	n = write(fd, s, len);
+	if (n < 0)
+		return negative_errno();
+	if ((size_t)n != len)
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The three rulesets, as plans (pure: see nft-internal.h). The rule order
+ * inside each chain is the policy: read the chains top to bottom.
+ */
+/* Before any linux/ header, which would define these types again. */
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "macro.h"
+#include "nft-internal.h"
+
+/* The loopback device has this index in every namespace (Linux's
+ * LOOPBACK_IFINDEX), so rules need not look it up. */
+#define LO_IFINDEX 1u
+
+/* Chain priorities as nft names them: "filter" and "dstnat". */
+#define PRIO_FILTER 0
+#define PRIO_DSTNAT (-100)
+
+#define TRY(expr)                                                              \
+	do {                                                                   \
+		int _r = (expr);                                               \
+		if (_r < 0)                                                    \
+			return _r;                                             \
+	} while (0)
+
+static bool port_in(const uint16_t *ports, size_t n, uint16_t port)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] == port)
+			return true;
+	return false;
+}
+
+static int check_ports(const char *what, const uint16_t *ports, size_t n, char *err,
+		       size_t errlen)
+{
+	if (n > SL_NFT_MAX_PORTS) {
+		sl_nft_set_err(err, errlen, "%s: %zu ports, at most %d", what, n,
+			       SL_NFT_MAX_PORTS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!ports[i]) {
+			sl_nft_set_err(err, errlen, "%s: port 0 is not a port", what);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* "accept tcp to the gateway 10.0.0.1:3128" for each port. */
+static int accept_ports4(struct sl_nft_plan *plan, const char *table, const char *chain,
+			 const char *ifname, struct in_addr addr, uint8_t proto,
+			 const uint16_t *ports, size_t n)
+{
+	char a[INET_ADDRSTRLEN], comment[96];
+	struct sl_nft_rb rb;
+
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	for (size_t i = 0; i < n; i++) {
+		sl_nft_rb_start(&rb, table, chain);
+		if (ifname)
+			sl_nft_match_iifname(&rb, ifname);
+		sl_nft_match_daddr4(&rb, addr);
+		sl_nft_match_dport(&rb, proto, ports[i]);
+		sl_nft_act_verdict(&rb, NF_ACCEPT);
+		snprintf(comment, sizeof(comment), "accept %s to gateway %s:%u",
+			 proto == IPPROTO_TCP ? "tcp" : "udp", a, ports[i]);
+		TRY(sl_nft_plan_add_rule(plan, &rb, comment));
+	}
+	return 0;
+}
+
+/* Reject: a reset for TCP, admin-prohibited for the rest, so the client
+ * fails at once instead of waiting for a timeout. */
+static int reject_rest(struct sl_nft_plan *plan, const char *table, const char *chain)
+{
+	struct sl_nft_rb rb;
+
+	sl_nft_rb_start(&rb, table, chain);
+	sl_nft_match_l4proto(&rb, IPPROTO_TCP);
+	sl_nft_act_reject_tcp(&rb);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "reject tcp with reset"));
+
+	sl_nft_rb_start(&rb, table, chain);
+	sl_nft_act_reject_admin(&rb);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "reject the rest, admin-prohibited"));
+
+	/* Not reached (reject drops), but says what the chain ends in even
+	 * when read by someone who does not know that. */
+	sl_nft_rb_start(&rb, table, chain);
+	sl_nft_act_verdict(&rb, NF_DROP);
+	return sl_nft_plan_add_rule(plan, &rb, "drop");
+}
+
+/* ---- sandbox ---- */
+
+static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg)
+{
+	const char *t = SL_NFT_SANDBOX_TABLE, *c = "nat_output";
+	struct sl_nft_rb rb;
+
+	TRY(sl_nft_plan_add_chain(plan, t, c, "nat", NF_INET_LOCAL_OUT, PRIO_DSTNAT, NF_ACCEPT));
+
+	sl_nft_rb_start(&rb, t, c);
+	sl_nft_match_oif(&rb, LO_IFINDEX);
+	sl_nft_act_verdict(&rb, NF_ACCEPT);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "no redirection on lo"));
+
+	sl_nft_rb_start(&rb, t, c);
+	sl_nft_match_daddr4(&rb, cfg->gateway);
+	sl_nft_act_verdict(&rb, NF_ACCEPT);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "no redirection to the gateway itself"));
+
+	if (cfg->dns_port) {
+		static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP };
+
+		for (size_t i = 0; i < ELEMENTSOF(protos); i++) {
+			sl_nft_rb_start(&rb, t, c);
+			sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
+			sl_nft_match_dport(&rb, protos[i], 53);
+			sl_nft_act_dnat4(&rb, cfg->gateway, cfg->dns_port);
+			TRY(sl_nft_plan_add_rule(plan, &rb,
+						 protos[i] == IPPROTO_UDP ? "dns over udp to the gateway"
+									  : "dns over tcp to the gateway"));
+		}
+	}
+	if (cfg->capture_port) {
+		sl_nft_rb_start(&rb, t, c);
+		sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
+		sl_nft_match_l4proto(&rb, IPPROTO_TCP);
+		sl_nft_act_dnat4(&rb, cfg->gateway, cfg->capture_port);
+		TRY(sl_nft_plan_add_rule(plan, &rb, "capture every other tcp connection"));
+	}
+	return 0;
+}
+
+int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg, char *err,
+			size_t errlen)
+{
+	const char *t = SL_NFT_SANDBOX_TABLE;
+	uint16_t tcp[SL_NFT_MAX_PORTS + 2], udp[SL_NFT_MAX_PORTS + 1];
+	size_t n_tcp, n_udp;
+	struct sl_nft_rb rb;
+
+	if (cfg->gateway.s_addr == htonl(INADDR_ANY)) {
+		sl_nft_set_err(err, errlen, "sandbox ruleset: no gateway address");
+		return -EINVAL;
+	}
+	TRY(check_ports("sandbox ruleset: gateway tcp ports", cfg->tcp_ports, cfg->n_tcp_ports,
+			err, errlen));
+	TRY(check_ports("sandbox ruleset: gateway udp ports", cfg->udp_ports, cfg->n_udp_ports,
+			err, errlen));
+
+	/* The capture and DNS ports are gateway ports too: what the NAT chain
+	 * sends there must then pass the filter. */
+	memcpy(tcp, cfg->tcp_ports, cfg->n_tcp_ports * sizeof(tcp[0]));
+	n_tcp = cfg->n_tcp_ports;
+	memcpy(udp, cfg->udp_ports, cfg->n_udp_ports * sizeof(udp[0]));
+	n_udp = cfg->n_udp_ports;
+	if (cfg->capture_port && !port_in(tcp, n_tcp, cfg->capture_port))
+		tcp[n_tcp++] = cfg->capture_port;
+	if (cfg->dns_port && !port_in(tcp, n_tcp, cfg->dns_port))
+		tcp[n_tcp++] = cfg->dns_port;
+	if (cfg->dns_port && !port_in(udp, n_udp, cfg->dns_port))
+		udp[n_udp++] = cfg->dns_port;
+
+	/* Add, delete, add: the batch replaces whatever table of that name
+	 * was there (the idiom `nft` uses), and works when there was none. */
+	TRY(sl_nft_plan_add_table(plan, t, 0));
+	TRY(sl_nft_plan_del_table(plan, t));
+	TRY(sl_nft_plan_add_table(plan, t, 0));
+	TRY(sl_nft_plan_add_chain(plan, t, "output", "filter", NF_INET_LOCAL_OUT, PRIO_FILTER,
+				  NF_DROP));
+	TRY(sl_nft_plan_add_chain(plan, t, "input", "filter", NF_INET_LOCAL_IN, PRIO_FILTER,
+				  NF_ACCEPT));
+
+	sl_nft_rb_start(&rb, t, "output");
+	sl_nft_match_oif(&rb, LO_IFINDEX);
+	sl_nft_act_verdict(&rb, NF_ACCEPT);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "accept lo"));
+
+	/* IPv4 only: an IPv6 flow, even one opened from outside, must not get
+	 * a way out through this rule. */
+	sl_nft_rb_start(&rb, t, "output");
+	sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
+	sl_nft_match_ct_established(&rb);
+	sl_nft_act_verdict(&rb, NF_ACCEPT);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "accept established,related"));
+
+	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_TCP, tcp, n_tcp));
+	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_UDP, udp, n_udp));
+
+	sl_nft_rb_start(&rb, t, "output");
+	sl_nft_act_log(&rb, cfg->nflog_group, SL_NFT_NFLOG_PREFIX);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "copy blocked packets to nflog"));
+	TRY(reject_rest(plan, t, "output"));
+
+	/* No IPv6 at all: not even router advertisements or answers. */
+	sl_nft_rb_start(&rb, t, "input");
+	sl_nft_match_nfproto(&rb, NFPROTO_IPV6);
+	sl_nft_match_iif_not(&rb, LO_IFINDEX);
+	sl_nft_act_verdict(&rb, NF_DROP);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "drop ipv6 not on lo"));
+
+	if (cfg->capture_port || cfg->dns_port)
+		TRY(sandbox_nat(plan, cfg));
+	return 0;
+}
+
+/* ---- host side ---- */
+
+int sl_nft_host_plan(struct sl_nft_plan *plan, const struct sl_nft_host *cfg, bool owner,
+		     char *err, size_t errlen)
+{
+	char t[64];
+	struct sl_nft_rb rb;
+
+	if (!cfg->name || !*cfg->name || strlen(cfg->name) > 24 || strchr(cfg->name, '/')) {
+		sl_nft_set_err(err, errlen, "host ruleset: bad sandbox name '%s'",
+			       cfg->name ? cfg->name : "");
+		return -EINVAL;
+	}
+	if (!cfg->ifname || !*cfg->ifname || strlen(cfg->ifname) >= IFNAMSIZ) {
+		sl_nft_set_err(err, errlen, "host ruleset: bad interface name '%s'",
+			       cfg->ifname ? cfg->ifname : "");
+		return -EINVAL;
+	}
+	if (cfg->addr.s_addr == htonl(INADDR_ANY)) {
+		sl_nft_set_err(err, errlen, "host ruleset: no host end address");
+		return -EINVAL;
+	}
+	TRY(check_ports("host ruleset: gateway tcp ports", cfg->tcp_ports, cfg->n_tcp_ports, err,
+			errlen));
+	TRY(check_ports("host ruleset: gateway udp ports", cfg->udp_ports, cfg->n_udp_ports, err,
+			errlen));
+	snprintf(t, sizeof(t), SL_NFT_HOST_TABLE_PREFIX "%s", cfg->name);
+
+	/* Replace a leftover of the same name (a run that lost its owner
+	 * flag to an old kernel, or crashed); an owned table of a live
+	 * sluice is refused by the kernel with EPERM instead. */
+	TRY(sl_nft_plan_add_table(plan, t, 0));
+	TRY(sl_nft_plan_del_table(plan, t));
+	TRY(sl_nft_plan_add_table(plan, t, owner ? NFT_TABLE_F_OWNER : 0));
+	/* Policy accept: these chains see every interface and must decide
+	 * only about the veth. */
+	TRY(sl_nft_plan_add_chain(plan, t, "input", "filter", NF_INET_LOCAL_IN, PRIO_FILTER,
+				  NF_ACCEPT));
+	TRY(sl_nft_plan_add_chain(plan, t, "forward", "filter", NF_INET_FORWARD, PRIO_FILTER,
+				  NF_ACCEPT));
+
+	TRY(accept_ports4(plan, t, "input", cfg->ifname, cfg->addr, IPPROTO_TCP, cfg->tcp_ports,
+			  cfg->n_tcp_ports));
+	TRY(accept_ports4(plan, t, "input", cfg->ifname, cfg->addr, IPPROTO_UDP, cfg->udp_ports,
+			  cfg->n_udp_ports));
+	sl_nft_rb_start(&rb, t, "input");
+	sl_nft_match_iifname(&rb, cfg->ifname);
+	sl_nft_act_verdict(&rb, NF_DROP);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "drop the rest from the sandbox"));
+
+	sl_nft_rb_start(&rb, t, "forward");
+	sl_nft_match_iifname(&rb, cfg->ifname);
+	sl_nft_act_verdict(&rb, NF_DROP);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "never forward from the sandbox"));
+
+	sl_nft_rb_start(&rb, t, "forward");
+	sl_nft_match_oifname(&rb, cfg->ifname);
+	sl_nft_act_verdict(&rb, NF_DROP);
+	return sl_nft_plan_add_rule(plan, &rb, "never forward to the sandbox");
+}
+
+/* ---- guard ---- */
+
+void sl_nft_guard_chain_name(uid_t uid, char *buf, size_t len)
+{
+	snprintf(buf, len, "uid-%u", (unsigned)uid);
+}
+
+int sl_nft_guard_plan(struct sl_nft_plan *plan, const struct sl_nft_guard *cfg, char *err,
+		      size_t errlen)
+{
+	const char *t = SL_NFT_GUARD_TABLE;
+	char c[32], a[INET6_ADDRSTRLEN], comment[96];
+	struct sl_nft_rb rb;
+
+	if (cfg->family != AF_INET && cfg->family != AF_INET6) {
+		sl_nft_set_err(err, errlen, "guard: the gateway must be IPv4 or IPv6");
+		return -EINVAL;
+	}
+	if (!cfg->port) {
+		sl_nft_set_err(err, errlen, "guard: gateway port 0 is not a port");
+		return -EINVAL;
+	}
+	if (cfg->uid == (uid_t)-1) {
+		sl_nft_set_err(err, errlen, "guard: uid %u is not a uid", (unsigned)cfg->uid);
+		return -EINVAL;
+	}
+	sl_nft_guard_chain_name(cfg->uid, c, sizeof(c));
+
+	/* One base chain per uid: created if missing, emptied, refilled, all
+	 * in this batch, so a second guard replaces and never duplicates, and
+	 * no packet ever sees the chain empty (the batch is atomic). */
+	TRY(sl_nft_plan_add_table(plan, t, 0));
+	TRY(sl_nft_plan_add_chain(plan, t, c, "filter", NF_INET_LOCAL_OUT, PRIO_FILTER,
+				  NF_ACCEPT));
+	TRY(sl_nft_plan_flush_chain(plan, t, c));
+
+	/* Packets without a full socket (TCP resets, SYN-ACKs of a listener,
+	 * the kernel's ICMP errors) have no uid and are not matched: they
+	 * carry nothing the uid chose. */
+	sl_nft_rb_start(&rb, t, c);
+	sl_nft_match_skuid(&rb, cfg->uid, false);
+	sl_nft_act_verdict(&rb, NF_ACCEPT);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "other uids are not guarded here"));
+
+	/* Neither "oif lo" nor "ct state established" is accepted: the first
+	 * would open every local service (sshd, a database, an unfiltered
+	 * proxy), the second lets the uid answer anyone who connects to it.
+	 * Every packet of a connection to the gateway matches this rule. */
+	sl_nft_rb_start(&rb, t, c);
+	if (cfg->family == AF_INET) {
+		sl_nft_match_daddr4(&rb, cfg->addr4);
+		inet_ntop(AF_INET, &cfg->addr4, a, sizeof(a));
+	} else {
+		sl_nft_match_daddr6(&rb, &cfg->addr6);
+		inet_ntop(AF_INET6, &cfg->addr6, a, sizeof(a));
+	}
+	sl_nft_match_dport(&rb, IPPROTO_TCP, cfg->port);
+	sl_nft_act_verdict(&rb, NF_ACCEPT);
+	snprintf(comment, sizeof(comment), cfg->family == AF_INET ? "accept tcp to gateway %s:%u"
+								  : "accept tcp to gateway [%s]:%u",
+		 a, cfg->port);
+	TRY(sl_nft_plan_add_rule(plan, &rb, comment));
+
+	return reject_rest(plan, t, c);
+}
+
+int sl_nft_guard_remove_plan(struct sl_nft_plan *plan, uid_t uid, bool last)
+{
+	char c[32];
+
+	if (last)
+		return sl_nft_plan_del_table(plan, SL_NFT_GUARD_TABLE);
+	sl_nft_guard_chain_name(uid, c, sizeof(c));
+	return sl_nft_plan_del_chain(plan, SL_NFT_GUARD_TABLE, c);
+}
