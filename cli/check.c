@@ -33,7 +33,7 @@ static void print_rule(const struct sl_policy *p, const struct sl_rule *r)
 	char id[96];
 	size_t i;
 
-	printf("  %-10s %s%s", sl_rule_id(r, id, sizeof(id)), r->wildcard ? "*." : "", r->host);
+	printf("  %s  %s%s", sl_rule_id(r, id, sizeof(id)), r->wildcard ? "*." : "", r->host);
 	if (!r->ports)
 		printf("  ports any");
 	else
@@ -72,7 +72,7 @@ static void print_summary(const char *file, const struct sl_policy *p)
 	if (p->n_secrets) {
 		printf("secrets:\n");
 		for (i = 0; i < p->n_secrets; i++)
-			printf("  %-10s %s %s\n", p->secrets[i].name,
+			printf("  %s  %s %s\n", p->secrets[i].name,
 			       source_name(p->secrets[i].source), p->secrets[i].ref);
 	}
 	printf("allow:%s\n", p->n_allow ? "" : " (none: every request is denied)");

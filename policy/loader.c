@@ -42,6 +42,7 @@ struct loader {
 	/* Rules of each kind in file order, joined at the end. */
 	struct sl_rule *allow, *deny;
 	size_t n_allow, n_deny;
+	size_t cap_allow, cap_deny;
 };
 
 static void add_diag(struct loader *l, char *msg)
@@ -694,7 +695,7 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	const char *what = kind == SL_RULE_ALLOW ? "an allow rule" : "a deny rule";
 	yaml_node_t *v[6], *host_n, *name_n, *inject_n;
 	struct sl_rule r = { 0 }, **arr, *grown;
-	size_t *n, len;
+	size_t *n, *cap, len;
 	const char *s, *why = NULL;
 	bool ok;
 
@@ -775,14 +776,22 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	(void)ok;
 	arr = kind == SL_RULE_ALLOW ? &l->allow : &l->deny;
 	n = kind == SL_RULE_ALLOW ? &l->n_allow : &l->n_deny;
-	grown = realloc(*arr, (*n + 1) * sizeof(r));
-	if (!grown) {
-		l->oom = true;
-		sl_rule_clear(&r);
-		return;
+	cap = kind == SL_RULE_ALLOW ? &l->cap_allow : &l->cap_deny;
+	if (*n == *cap) {
+		/* Grow geometrically: a policy of 10,000 rules must not cost
+		 * 10,000 copies of a growing array. */
+		size_t want = *cap ? *cap * 2 : 16;
+
+		grown = reallocarray(*arr, want, sizeof(r));
+		if (!grown) {
+			l->oom = true;
+			sl_rule_clear(&r);
+			return;
+		}
+		*arr = grown;
+		*cap = want;
 	}
-	*arr = grown;
-	grown[(*n)++] = r;
+	(*arr)[(*n)++] = r;
 }
 
 static void load_rules(struct loader *l, enum sl_rule_kind kind, const yaml_node_t *seq)

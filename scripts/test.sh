@@ -1,0 +1,93 @@
+#!/bin/bash
+# The README's second command: install what is missing, build, and run every
+# test: unit and CLI tests on a normal build and on an ASan+UBSan build, the
+# integration tests (root; they build their own network namespaces), and
+# each fuzz harness for a bounded time.
+#
+#   FUZZ_SECONDS=N   how long each fuzzer runs (default 30)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --test || exit 1
+
+fuzz_seconds=${FUZZ_SECONDS:-30}
+passed=0
+failed=0
+failures=()
+
+# Add one build's results (meson's testlog.json) to the tally.
+tally() {
+	local dir=$1 label=$2 counts
+	counts=$(python3 - "$dir/meson-logs/testlog.json" <<'PY'
+import json, sys
+ok = bad = 0
+names = []
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t["result"] in ("OK", "EXPECTEDFAIL"):
+        ok += 1
+    elif t["result"] != "SKIP":
+        bad += 1
+        names.append(t["name"])
+print(ok, bad, " ".join(names))
+PY
+)
+	read -r ok bad names <<<"$counts"
+	passed=$((passed + ok))
+	failed=$((failed + bad))
+	for n in $names; do failures+=("$label:$n"); done
+}
+
+run_meson_tests() {
+	local dir=$1 label=$2
+	shift 2
+	echo "== $label: meson test $*"
+	meson test -C "$dir" --print-errorlogs "$@"
+	tally "$dir" "$label"
+}
+
+echo "== build (gcc, -Werror)"
+if scripts/build.sh build; then
+	run_meson_tests build build
+else
+	failed=$((failed + 1))
+	failures+=("build")
+fi
+
+echo "== build (ASan + UBSan)"
+if scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		run_meson_tests build-asan asan
+else
+	failed=$((failed + 1))
+	failures+=("build-asan")
+fi
+
+echo "== fuzz harnesses, ${fuzz_seconds}s each"
+if CC=clang scripts/build.sh build-fuzz -Dfuzz=enabled -Db_sanitize=address,undefined \
+	-Db_lundef=false; then
+	for f in policy host; do
+		corpus=build-fuzz/corpus-$f
+		mkdir -p "$corpus"
+		seeds=(tests/fuzz/corpus/$f)
+		[ "$f" = policy ] && seeds+=(examples)
+		if build-fuzz/tests/fuzz/fuzz-$f -max_total_time="$fuzz_seconds" -timeout=10 \
+			-rss_limit_mb=2048 -dict=tests/fuzz/$f.dict -artifact_prefix=build-fuzz/ \
+			"$corpus" "${seeds[@]}" >build-fuzz/fuzz-$f.log 2>&1; then
+			echo "ok - fuzz-$f: $(grep -E '^Done' build-fuzz/fuzz-$f.log)"
+			passed=$((passed + 1))
+		else
+			echo "not ok - fuzz-$f found a crash:"
+			tail -40 build-fuzz/fuzz-$f.log
+			failed=$((failed + 1))
+			failures+=("fuzz-$f")
+		fi
+	done
+else
+	failed=$((failed + 1))
+	failures+=("build-fuzz")
+fi
+
+echo
+[ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "sluice: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

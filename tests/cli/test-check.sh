@@ -1,0 +1,81 @@
+#!/bin/bash
+# `sluice check` as a user runs it: every example is valid, mistakes are
+# located, --decide answers with allow/deny first and the right exit code.
+#   test-check.sh SLUICE SOURCE_ROOT
+set -uo pipefail
+sluice=$1
+root=$2
+n=0
+bad=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - $1"; }
+
+# expect NAME WANT_STATUS WANT_TEXT CMD...: runs CMD, checks status and that
+# its stdout+stderr contain WANT_TEXT.
+expect() {
+	local name=$1 want_status=$2 want_text=$3 out status
+	shift 3
+	out=$("$@" 2>&1)
+	status=$?
+	if [ "$status" -ne "$want_status" ]; then
+		notok "$name: exit $status, want $want_status; output: $out"
+	elif ! grep -qF -- "$want_text" <<<"$out"; then
+		notok "$name: output lacks '$want_text'; output: $out"
+	else
+		ok "$name"
+	fi
+}
+
+for f in "$root"/examples/*.yaml; do
+	expect "example $(basename "$f") is valid" 0 "valid (version 1)" "$sluice" check "$f"
+done
+
+cat >"$tmp/bad.yaml" <<'YAML'
+version: 1
+allow:
+  - host: "*"
+  - host: a.com
+    methods: [get]
+YAML
+expect "errors are located" 1 "$tmp/bad.yaml:3:11: invalid host '*'" "$sluice" check "$tmp/bad.yaml"
+expect "every error is shown" 1 "$tmp/bad.yaml:5:15: method 'get' must be written in upper case" \
+	"$sluice" check "$tmp/bad.yaml"
+expect "missing file" 1 "/nonexistent.yaml:1:1: cannot open: No such file or directory" \
+	"$sluice" check /nonexistent.yaml
+expect "no file" 2 "usage: sluice check FILE" "$sluice" check
+expect "unknown option" 2 "unknown option '--frobnicate'" "$sluice" check "$tmp/bad.yaml" --frobnicate
+expect "unknown command" 2 "unknown command 'frobnicate'" "$sluice" frobnicate
+
+dev=$root/examples/dev-agent.yaml
+expect "decide: allowed API call" 0 "allow model-api allowed: api.anthropic.com:443 allowed by model-api" \
+	"$sluice" check "$dev" --decide api.anthropic.com:443 POST /v1/messages
+expect "decide: connection to an inspected host" 0 "; requests are inspected" \
+	"$sluice" check "$dev" --decide api.anthropic.com
+expect "decide: wrong method" 3 "deny - method: api.anthropic.com:443 is allowed, but not method GET" \
+	"$sluice" check "$dev" --decide api.anthropic.com GET /v1/messages
+expect "decide: dot segments" 3 "deny - invalid-path" \
+	"$sluice" check "$dev" --decide api.anthropic.com POST /v1/messages/../../admin
+expect "decide: deny beats wildcard, any spelling" 3 "deny deny[1] deny-rule: gist.githubusercontent.com:443 denied" \
+	"$sluice" check "$dev" --decide GIST.GitHubUserContent.com.
+expect "decide: npm publish is a PUT" 3 "deny - method" \
+	"$sluice" check "$dev" --decide registry.npmjs.org PUT /left-pad
+expect "decide: git push is denied" 3 "deny - path" \
+	"$sluice" check "$dev" --decide github.com POST /your-org/your-repo.git/git-receive-pack
+expect "decide: other port" 3 "deny - port: github.com is allowed, but not on port 22" \
+	"$sluice" check "$dev" --decide github.com:22
+expect "decide: unknown host" 3 "deny - no-rule: evil.com is not allowed" \
+	"$sluice" check "$dev" --decide evil.com
+expect "decide: suffix trick" 3 "deny - no-rule" \
+	"$sluice" check "$dev" --decide api.anthropic.com.evil.com
+expect "decide: brackets" 3 "deny - invalid-host: invalid host: brackets must enclose an IPv6 address" \
+	"$sluice" check "$dev" --decide '[github.com]'
+expect "decide: bad port" 2 "port is not a number from 1 to 65535" \
+	"$sluice" check "$dev" --decide github.com:99999
+expect "decide: METHOD without PATH" 2 "--decide takes HOST[:PORT] [METHOD PATH]" \
+	"$sluice" check "$dev" --decide github.com GET
+
+echo "1..$n"
+[ "$bad" -eq 0 ]
