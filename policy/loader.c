@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The YAML policy loader.
+ * The YAML policy loader: the schema of version 1.
  *
- * Two passes over the bytes. The first streams libyaml's events to refuse
+ * Two passes over the bytes (the generic half is yaml-util.c). The first streams libyaml's events to refuse
  * what a policy never needs and an attacker or a typo could use: aliases
  * (a few bytes that expand to millions of nodes), several documents, deep
  * nesting, and syntax errors, each with its line and column. The second
@@ -25,281 +25,19 @@
 #include "macro.h"
 #include "policy-internal.h"
 #include "policy.h"
+#include "yaml-util.h"
 
-#define MAX_ERRORS 50
-#define MAX_DEPTH 16
-#define MAX_NODES 1000000
 #define NAME_MAX_LEN 64
 #define PREFIX_MAX_LEN 256
 
 struct loader {
-	const char *file;
-	struct sl_diags *diags;
-	size_t n_errors;
-	bool oom;
-	yaml_document_t doc;
+	struct sl_yaml y;
 	struct sl_policy *p;
 	/* Rules of each kind in file order, joined at the end. */
 	struct sl_rule *allow, *deny;
 	size_t n_allow, n_deny;
 	size_t cap_allow, cap_deny;
 };
-
-static void add_diag(struct loader *l, char *msg)
-{
-	char **m;
-
-	if (!l->diags) {
-		free(msg);
-		return;
-	}
-	m = realloc(l->diags->msgs, (l->diags->n + 1) * sizeof(char *));
-	if (!m) {
-		free(msg);
-		l->oom = true;
-		return;
-	}
-	l->diags->msgs = m;
-	m[l->diags->n++] = msg;
-}
-
-_printf_(4, 5) static void error_at_mark(struct loader *l, size_t line, size_t col,
-					 const char *fmt, ...)
-{
-	char text[512], *msg;
-	va_list ap;
-
-	l->n_errors++;
-	if (l->n_errors > MAX_ERRORS)
-		return;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-
-	if (l->n_errors == MAX_ERRORS)
-		snprintf(text, sizeof(text), "too many errors; stopping here");
-	if (asprintf(&msg, "%s:%zu:%zu: %s", l->file, line + 1, col + 1, text) < 0) {
-		l->oom = true;
-		return;
-	}
-	add_diag(l, msg);
-}
-
-#define error_at(l, node, ...)                                                                     \
-	error_at_mark(l, (node)->start_mark.line, (node)->start_mark.column, __VA_ARGS__)
-
-static yaml_node_t *node_get(struct loader *l, int id)
-{
-	return yaml_document_get_node(&l->doc, id);
-}
-
-static char *xstrndup(struct loader *l, const char *s, size_t n)
-{
-	char *d = strndup(s, n);
-
-	if (!d)
-		l->oom = true;
-	return d;
-}
-
-/* Print a scalar for a message: printable ASCII, cut short. */
-static const char *shown(const yaml_node_t *n, char *buf, size_t size)
-{
-	size_t i, o = 0;
-
-	if (n->type != YAML_SCALAR_NODE) {
-		snprintf(buf, size, "%s", n->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
-		return buf;
-	}
-	for (i = 0; i < n->data.scalar.length && o + 4 < size; i++) {
-		unsigned char c = n->data.scalar.value[i];
-		buf[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-	}
-	if (i < n->data.scalar.length && o + 4 <= size) {
-		buf[o++] = '.';
-		buf[o++] = '.';
-		buf[o++] = '.';
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
-static const char *type_name(const yaml_node_t *n)
-{
-	switch (n->type) {
-	case YAML_SCALAR_NODE:
-		return "a scalar";
-	case YAML_SEQUENCE_NODE:
-		return "a list";
-	case YAML_MAPPING_NODE:
-		return "a mapping";
-	case YAML_NO_NODE:
-		break;
-	}
-	return "nothing";
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-	const char *v;
-
-	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	v = (const char *)n->data.scalar.value;
-	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-	       !strcmp(v, "NULL");
-}
-
-/* The scalar's text, or NULL (with an error) when n is not a usable string. */
-static const char *scalar(struct loader *l, const yaml_node_t *n, const char *what,
-			  size_t *ret_len)
-{
-	if (n->type != YAML_SCALAR_NODE) {
-		error_at(l, n, "%s must be a string, not %s", what, type_name(n));
-		return NULL;
-	}
-	if (is_null(n)) {
-		error_at(l, n, "%s is empty", what);
-		return NULL;
-	}
-	if (memchr(n->data.scalar.value, '\0', n->data.scalar.length)) {
-		error_at(l, n, "%s contains a NUL byte", what);
-		return NULL;
-	}
-	if (ret_len)
-		*ret_len = n->data.scalar.length;
-	return (const char *)n->data.scalar.value;
-}
-
-/* A plain (unquoted) decimal integer in [min, max]; -1 with an error otherwise. */
-static long integer(struct loader *l, const yaml_node_t *n, const char *what, long min, long max)
-{
-	const char *v;
-	size_t i, len;
-	long x = 0;
-
-	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
-		error_at(l, n, "%s must be a number from %ld to %ld, not %s", what, min, max,
-			 n->type == YAML_SCALAR_NODE ? "a quoted string" : type_name(n));
-		return -1;
-	}
-	v = (const char *)n->data.scalar.value;
-	len = n->data.scalar.length;
-	for (i = 0; i < len; i++) {
-		if (v[i] < '0' || v[i] > '9' || i >= 9) {
-			char b[64];
-			error_at(l, n, "%s must be a number from %ld to %ld, not '%s'", what, min,
-				 max, shown(n, b, sizeof(b)));
-			return -1;
-		}
-		x = x * 10 + (v[i] - '0');
-	}
-	if (len == 0 || x < min || x > max) {
-		error_at(l, n, "%s must be a number from %ld to %ld, not '%s'", what, min, max, v);
-		return -1;
-	}
-	return x;
-}
-
-static bool expect_type(struct loader *l, const yaml_node_t *n, yaml_node_type_t t,
-			const char *what)
-{
-	if (n->type == t)
-		return true;
-	error_at(l, n, "%s must be %s, not %s", what,
-		 t == YAML_MAPPING_NODE ? "a mapping" : t == YAML_SEQUENCE_NODE ? "a list" : "a string",
-		 type_name(n));
-	return false;
-}
-
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j, prev[33], cur[33];
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (j = 1; j <= lb; j++) {
-			size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
-						    tolower((unsigned char)b[j - 1]));
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-		memcpy(prev, cur, sizeof(cur));
-	}
-	return prev[lb];
-}
-
-/*
- * Walk a mapping whose keys must come from `keys` (NULL-terminated). Fills
- * values[i] with the value node of keys[i], or NULL. Unknown and repeated
- * keys are errors: a misspelt "alow:" must not silently allow nothing, and
- * a second "host:" must not silently win.
- */
-static bool mapping_keys(struct loader *l, const yaml_node_t *map, const char *what,
-			 const char *const *keys, yaml_node_t **values)
-{
-	yaml_node_pair_t *pair;
-	size_t k, n_keys = 0;
-	bool ok = true;
-
-	while (keys[n_keys])
-		n_keys++;
-	for (k = 0; k < n_keys; k++)
-		values[k] = NULL;
-
-	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
-		yaml_node_t *key = node_get(l, pair->key), *value = node_get(l, pair->value);
-		const char *name;
-		char b[80];
-
-		if (!key || !value)
-			continue;
-		if (key->type != YAML_SCALAR_NODE) {
-			error_at(l, key, "keys in %s must be strings", what);
-			ok = false;
-			continue;
-		}
-		name = (const char *)key->data.scalar.value;
-		for (k = 0; k < n_keys; k++)
-			if (!strcmp(name, keys[k]))
-				break;
-		if (k == n_keys) {
-			char expected[256] = "", *hint = NULL;
-			size_t best = 3;
-
-			for (k = 0; k < n_keys; k++) {
-				size_t d = edit_distance(name, keys[k]);
-
-				if (d < best) {
-					best = d;
-					hint = (char *)keys[k];
-				}
-				snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected),
-					 "%s%s", k ? ", " : "", keys[k]);
-			}
-			if (hint)
-				error_at(l, key, "unknown key '%s' in %s (did you mean '%s'?)",
-					 shown(key, b, sizeof(b)), what, hint);
-			else
-				error_at(l, key, "unknown key '%s' in %s (expected one of: %s)",
-					 shown(key, b, sizeof(b)), what, expected);
-			ok = false;
-			continue;
-		}
-		if (values[k]) {
-			error_at(l, key, "'%s' appears twice in %s", keys[k], what);
-			ok = false;
-			continue;
-		}
-		values[k] = value;
-	}
-	return ok;
-}
 
 static bool valid_name(const char *s, size_t len)
 {
@@ -345,13 +83,13 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 	static const char *const keys[] = { "file", "env", "credential", NULL };
 	yaml_node_pair_t *pair;
 
-	if (is_null(map))
+	if (sl_yaml_is_null(map))
 		return;
-	if (!expect_type(l, map, YAML_MAPPING_NODE, "'secrets'"))
+	if (!sl_yaml_expect_type(&l->y, map, YAML_MAPPING_NODE, "'secrets'"))
 		return;
 
 	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
-		yaml_node_t *key = node_get(l, pair->key), *value = node_get(l, pair->value);
+		yaml_node_t *key = sl_yaml_node_get(&l->y, pair->key), *value = sl_yaml_node_get(&l->y, pair->value);
 		yaml_node_t *v[3];
 		struct sl_secret *s;
 		const char *name, *ref;
@@ -359,25 +97,25 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 
 		if (!key || !value)
 			continue;
-		name = scalar(l, key, "a secret's name", &len);
+		name = sl_yaml_scalar(&l->y, key, "a secret's name", &len);
 		if (!name)
 			continue;
 		if (!valid_name(name, len)) {
 			char b[80];
-			error_at(l, key, "secret name '%s' must be 1 to %d letters, digits, '_', '-' "
-					 "or '.'", shown(key, b, sizeof(b)), NAME_MAX_LEN);
+			sl_yaml_error_at(&l->y, key, "secret name '%s' must be 1 to %d letters, digits, '_', '-' "
+					 "or '.'", sl_yaml_shown(key, b, sizeof(b)), NAME_MAX_LEN);
 			continue;
 		}
 		for (i = 0; i < l->p->n_secrets; i++)
 			if (!strcmp(l->p->secrets[i].name, name))
 				break;
 		if (i < l->p->n_secrets) {
-			error_at(l, key, "secret '%s' is defined twice", name);
+			sl_yaml_error_at(&l->y, key, "secret '%s' is defined twice", name);
 			continue;
 		}
-		if (!expect_type(l, value, YAML_MAPPING_NODE, "a secret"))
+		if (!sl_yaml_expect_type(&l->y, value, YAML_MAPPING_NODE, "a secret"))
 			continue;
-		if (!mapping_keys(l, value, "a secret", keys, v))
+		if (!sl_yaml_mapping_keys(&l->y, value, "a secret", keys, v))
 			continue;
 		for (i = 0; i < 3; i++)
 			if (v[i]) {
@@ -385,39 +123,39 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 				n_set++;
 			}
 		if (n_set != 1) {
-			error_at(l, value, "secret '%s' needs exactly one of 'file', 'env' or "
+			sl_yaml_error_at(&l->y, value, "secret '%s' needs exactly one of 'file', 'env' or "
 					   "'credential'", name);
 			continue;
 		}
-		ref = scalar(l, v[which], keys[which], &ref_len);
+		ref = sl_yaml_scalar(&l->y, v[which], keys[which], &ref_len);
 		if (!ref)
 			continue;
 		if (which == SL_SECRET_FILE && ref[0] != '/') {
-			error_at(l, v[which], "secret file '%s' must be an absolute path", ref);
+			sl_yaml_error_at(&l->y, v[which], "secret file '%s' must be an absolute path", ref);
 			continue;
 		}
 		if (which == SL_SECRET_ENV && !valid_env_name(ref, ref_len)) {
-			error_at(l, v[which], "'%s' is not a valid environment variable name", ref);
+			sl_yaml_error_at(&l->y, v[which], "'%s' is not a valid environment variable name", ref);
 			continue;
 		}
 		/* systemd credential names may not contain '/': they are file
 		 * names inside $CREDENTIALS_DIRECTORY. */
 		if (which == SL_SECRET_CREDENTIAL && (!valid_name(ref, ref_len) || !strcmp(ref, ".") ||
 						      !strcmp(ref, ".."))) {
-			error_at(l, v[which], "'%s' is not a valid credential name", ref);
+			sl_yaml_error_at(&l->y, v[which], "'%s' is not a valid credential name", ref);
 			continue;
 		}
 
 		s = realloc(l->p->secrets, (l->p->n_secrets + 1) * sizeof(*s));
 		if (!s) {
-			l->oom = true;
+			l->y.oom = true;
 			return;
 		}
 		l->p->secrets = s;
 		s = &s[l->p->n_secrets];
 		memset(s, 0, sizeof(*s));
-		s->name = xstrndup(l, name, len);
-		s->ref = xstrndup(l, ref, ref_len);
+		s->name = sl_yaml_xstrndup(&l->y, name, len);
+		s->ref = sl_yaml_xstrndup(&l->y, ref, ref_len);
 		s->source = (enum sl_secret_source)which;
 		s->line = (unsigned)key->start_mark.line + 1;
 		s->col = (unsigned)key->start_mark.column + 1;
@@ -432,25 +170,25 @@ static bool load_ports(struct loader *l, struct sl_rule *r, const yaml_node_t *s
 	yaml_node_item_t *it;
 	size_t n = 0, i;
 
-	if (!expect_type(l, seq, YAML_SEQUENCE_NODE, "'ports'"))
+	if (!sl_yaml_expect_type(&l->y, seq, YAML_SEQUENCE_NODE, "'ports'"))
 		return false;
 	if (seq->data.sequence.items.start == seq->data.sequence.items.top) {
-		error_at(l, seq, "'ports' is empty; remove it to use the default [80, 443]");
+		sl_yaml_error_at(&l->y, seq, "'ports' is empty; remove it to use the default [80, 443]");
 		return false;
 	}
 	r->ports = calloc((size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start),
 			  sizeof(uint16_t));
 	if (!r->ports) {
-		l->oom = true;
+		l->y.oom = true;
 		return false;
 	}
 	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
-		yaml_node_t *v = node_get(l, *it);
+		yaml_node_t *v = sl_yaml_node_get(&l->y, *it);
 		long port;
 
 		if (!v)
 			continue;
-		port = integer(l, v, "a port", 1, 65535);
+		port = sl_yaml_integer(&l->y, v, "a port", 1, 65535);
 		if (port < 0)
 			return false;
 		for (i = 0; i < n; i++)
@@ -468,22 +206,22 @@ static bool load_methods(struct loader *l, struct sl_rule *r, const yaml_node_t 
 	yaml_node_item_t *it;
 	bool ok = true;
 
-	if (!expect_type(l, seq, YAML_SEQUENCE_NODE, "'methods'"))
+	if (!sl_yaml_expect_type(&l->y, seq, YAML_SEQUENCE_NODE, "'methods'"))
 		return false;
 	if (seq->data.sequence.items.start == seq->data.sequence.items.top) {
-		error_at(l, seq, "'methods' is empty and would match nothing; remove it to allow "
+		sl_yaml_error_at(&l->y, seq, "'methods' is empty and would match nothing; remove it to allow "
 				 "every method");
 		return false;
 	}
 	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
-		yaml_node_t *v = node_get(l, *it);
+		yaml_node_t *v = sl_yaml_node_get(&l->y, *it);
 		const char *m;
 		uint32_t bit;
 		size_t len, i;
 
 		if (!v)
 			continue;
-		m = scalar(l, v, "a method", &len);
+		m = sl_yaml_scalar(&l->y, v, "a method", &len);
 		if (!m) {
 			ok = false;
 			continue;
@@ -496,12 +234,12 @@ static bool load_methods(struct loader *l, struct sl_rule *r, const yaml_node_t 
 				upper[i] = (char)toupper((unsigned char)m[i]);
 			upper[i] = '\0';
 			if (len < sizeof(upper) && sl_method_from_string(upper, len))
-				error_at(l, v, "method '%s' must be written in upper case: '%s'", m,
+				sl_yaml_error_at(&l->y, v, "method '%s' must be written in upper case: '%s'", m,
 					 upper);
 			else
-				error_at(l, v, "'%s' is not an HTTP method (expected GET, HEAD, POST, "
+				sl_yaml_error_at(&l->y, v, "'%s' is not an HTTP method (expected GET, HEAD, POST, "
 					       "PUT, DELETE, CONNECT, OPTIONS, TRACE or PATCH)",
-					 shown(v, b, sizeof(b)));
+					 sl_yaml_shown(v, b, sizeof(b)));
 			ok = false;
 			continue;
 		}
@@ -515,21 +253,21 @@ static bool load_paths(struct loader *l, struct sl_rule *r, const yaml_node_t *s
 	yaml_node_item_t *it;
 	size_t max;
 
-	if (!expect_type(l, seq, YAML_SEQUENCE_NODE, "'paths'"))
+	if (!sl_yaml_expect_type(&l->y, seq, YAML_SEQUENCE_NODE, "'paths'"))
 		return false;
 	max = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 	if (max == 0) {
-		error_at(l, seq, "'paths' is empty and would match nothing; remove it to allow "
+		sl_yaml_error_at(&l->y, seq, "'paths' is empty and would match nothing; remove it to allow "
 				 "every path");
 		return false;
 	}
 	r->paths = calloc(max, sizeof(*r->paths));
 	if (!r->paths) {
-		l->oom = true;
+		l->y.oom = true;
 		return false;
 	}
 	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
-		yaml_node_t *v = node_get(l, *it);
+		yaml_node_t *v = sl_yaml_node_get(&l->y, *it);
 		char buf[SL_PATH_BUF];
 		const char *s, *why = NULL;
 		size_t len;
@@ -537,15 +275,15 @@ static bool load_paths(struct loader *l, struct sl_rule *r, const yaml_node_t *s
 
 		if (!v)
 			continue;
-		s = scalar(l, v, "a path", &len);
+		s = sl_yaml_scalar(&l->y, v, "a path", &len);
 		if (!s)
 			return false;
 		if (sl_path_pattern_parse(s, len, buf, sizeof(buf), &prefix, &why) < 0) {
 			char b[80];
-			error_at(l, v, "invalid path '%s': %s", shown(v, b, sizeof(b)), why);
+			sl_yaml_error_at(&l->y, v, "invalid path '%s': %s", sl_yaml_shown(v, b, sizeof(b)), why);
 			return false;
 		}
-		r->paths[r->n_paths].path = xstrndup(l, buf, strlen(buf));
+		r->paths[r->n_paths].path = sl_yaml_xstrndup(&l->y, buf, strlen(buf));
 		r->paths[r->n_paths].prefix = prefix;
 		r->n_paths++;
 	}
@@ -596,39 +334,39 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 	const char *s;
 	size_t len, i;
 
-	if (!expect_type(l, map, YAML_MAPPING_NODE, "'inject'"))
+	if (!sl_yaml_expect_type(&l->y, map, YAML_MAPPING_NODE, "'inject'"))
 		return false;
-	if (!mapping_keys(l, map, "'inject'", keys, v))
+	if (!sl_yaml_mapping_keys(&l->y, map, "'inject'", keys, v))
 		return false;
 	if (!v[K_HEADER] || !v[K_SECRET]) {
-		error_at(l, map, "'inject' needs 'header' and 'secret'");
+		sl_yaml_error_at(&l->y, map, "'inject' needs 'header' and 'secret'");
 		return false;
 	}
 
-	s = scalar(l, v[K_HEADER], "'header'", &len);
+	s = sl_yaml_scalar(&l->y, v[K_HEADER], "'header'", &len);
 	if (!s)
 		return false;
 	if (!valid_token(s, len)) {
 		char b[80];
-		error_at(l, v[K_HEADER], "'%s' is not a valid header name", shown(v[K_HEADER], b,
+		sl_yaml_error_at(&l->y, v[K_HEADER], "'%s' is not a valid header name", sl_yaml_shown(v[K_HEADER], b,
 										     sizeof(b)));
 		return false;
 	}
 	if (header_reserved(s)) {
-		error_at(l, v[K_HEADER], "header '%s' frames or routes the request and cannot carry "
+		sl_yaml_error_at(&l->y, v[K_HEADER], "header '%s' frames or routes the request and cannot carry "
 					 "a credential", s);
 		return false;
 	}
-	r->inject.header = xstrndup(l, s, len);
+	r->inject.header = sl_yaml_xstrndup(&l->y, s, len);
 
 	if (v[K_PREFIX]) {
 		const yaml_node_t *pn = v[K_PREFIX];
 
-		if (!expect_type(l, pn, YAML_SCALAR_NODE, "'prefix'"))
+		if (!sl_yaml_expect_type(&l->y, pn, YAML_SCALAR_NODE, "'prefix'"))
 			return false;
 		len = pn->data.scalar.length;
 		if (len > PREFIX_MAX_LEN) {
-			error_at(l, pn, "'prefix' is longer than %d bytes", PREFIX_MAX_LEN);
+			sl_yaml_error_at(&l->y, pn, "'prefix' is longer than %d bytes", PREFIX_MAX_LEN);
 			return false;
 		}
 		/* A header value: visible ASCII, spaces and tabs only; CR or LF
@@ -636,16 +374,16 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 		for (i = 0; i < len; i++) {
 			unsigned char c = pn->data.scalar.value[i];
 			if (!((c >= 0x20 && c < 0x7f) || c == '\t')) {
-				error_at(l, pn, "'prefix' may hold only printable ASCII");
+				sl_yaml_error_at(&l->y, pn, "'prefix' may hold only printable ASCII");
 				return false;
 			}
 		}
-		r->inject.prefix = xstrndup(l, (const char *)pn->data.scalar.value, len);
+		r->inject.prefix = sl_yaml_xstrndup(&l->y, (const char *)pn->data.scalar.value, len);
 	} else {
-		r->inject.prefix = xstrndup(l, "", 0);
+		r->inject.prefix = sl_yaml_xstrndup(&l->y, "", 0);
 	}
 
-	s = scalar(l, v[K_SECRET], "'secret'", &len);
+	s = sl_yaml_scalar(&l->y, v[K_SECRET], "'secret'", &len);
 	if (!s)
 		return false;
 	for (i = 0; i < l->p->n_secrets; i++)
@@ -657,7 +395,7 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 		for (size_t j = 0; j < l->p->n_secrets && strlen(names) < 200; j++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 j ? ", " : "", l->p->secrets[j].name);
-		error_at(l, v[K_SECRET], "unknown secret '%s' (%s%s)", s,
+		sl_yaml_error_at(&l->y, v[K_SECRET], "unknown secret '%s' (%s%s)", s,
 			 l->p->n_secrets ? "defined: " : "no secrets are defined under 'secrets'",
 			 names);
 		return false;
@@ -665,20 +403,20 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 	r->inject.secret = i;
 
 	if (v[K_PLACEHOLDER]) {
-		s = scalar(l, v[K_PLACEHOLDER], "'placeholder_env'", &len);
+		s = sl_yaml_scalar(&l->y, v[K_PLACEHOLDER], "'placeholder_env'", &len);
 		if (!s)
 			return false;
 		if (!valid_env_name(s, len)) {
-			error_at(l, v[K_PLACEHOLDER], "'%s' is not a valid environment variable name",
+			sl_yaml_error_at(&l->y, v[K_PLACEHOLDER], "'%s' is not a valid environment variable name",
 				 s);
 			return false;
 		}
 		if (env_reserved(s)) {
-			error_at(l, v[K_PLACEHOLDER], "'%s' is reserved and cannot be a placeholder",
+			sl_yaml_error_at(&l->y, v[K_PLACEHOLDER], "'%s' is reserved and cannot be a placeholder",
 				 s);
 			return false;
 		}
-		r->inject.placeholder_env = xstrndup(l, s, len);
+		r->inject.placeholder_env = sl_yaml_xstrndup(&l->y, s, len);
 	}
 	r->has_inject = true;
 	return true;
@@ -699,9 +437,9 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	const char *s, *why = NULL;
 	bool ok;
 
-	if (!expect_type(l, map, YAML_MAPPING_NODE, what))
+	if (!sl_yaml_expect_type(&l->y, map, YAML_MAPPING_NODE, what))
 		return;
-	ok = mapping_keys(l, map, what, kind == SL_RULE_ALLOW ? allow_keys : deny_keys, v);
+	ok = sl_yaml_mapping_keys(&l->y, map, what, kind == SL_RULE_ALLOW ? allow_keys : deny_keys, v);
 	host_n = v[K_HOST];
 	inject_n = kind == SL_RULE_ALLOW ? v[K_INJECT_OR_NAME] : v[K_NAME_OR_INJECT];
 	name_n = kind == SL_RULE_ALLOW ? v[K_NAME_OR_INJECT] : v[K_INJECT_OR_NAME];
@@ -712,12 +450,12 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	r.col = (unsigned)map->start_mark.column + 1;
 
 	if (!host_n) {
-		error_at(l, map, "%s needs a 'host'", what);
+		sl_yaml_error_at(&l->y, map, "%s needs a 'host'", what);
 		ok = false;
-	} else if ((s = scalar(l, host_n, "'host'", &len))) {
+	} else if ((s = sl_yaml_scalar(&l->y, host_n, "'host'", &len))) {
 		if (sl_host_pattern_parse(s, len, r.host, &r.wildcard, &r.host_kind, &why) < 0) {
 			char b[80];
-			error_at(l, host_n, "invalid host '%s': %s", shown(host_n, b, sizeof(b)), why);
+			sl_yaml_error_at(&l->y, host_n, "invalid host '%s': %s", sl_yaml_shown(host_n, b, sizeof(b)), why);
 			ok = false;
 		}
 	} else {
@@ -725,12 +463,12 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	}
 
 	if (name_n) {
-		s = scalar(l, name_n, "'name'", &len);
+		s = sl_yaml_scalar(&l->y, name_n, "'name'", &len);
 		if (s && valid_name(s, len))
-			r.name = xstrndup(l, s, len);
+			r.name = sl_yaml_xstrndup(&l->y, s, len);
 		else {
 			if (s)
-				error_at(l, name_n, "a rule name must be 1 to %d letters, digits, '_', "
+				sl_yaml_error_at(&l->y, name_n, "a rule name must be 1 to %d letters, digits, '_', "
 						    "'-' or '.'", NAME_MAX_LEN);
 			ok = false;
 		}
@@ -747,7 +485,7 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 			r.ports[1] = 443;
 			r.n_ports = 2;
 		} else
-			l->oom = true;
+			l->y.oom = true;
 	}
 	if (v[K_METHODS])
 		ok &= load_methods(l, &r, v[K_METHODS]);
@@ -755,7 +493,7 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		ok &= load_paths(l, &r, v[K_PATHS]);
 	if (inject_n) {
 		if (kind == SL_RULE_DENY) {
-			error_at(l, inject_n, "'inject' belongs on an allow rule; a deny rule sends "
+			sl_yaml_error_at(&l->y, inject_n, "'inject' belongs on an allow rule; a deny rule sends "
 					      "nothing");
 			ok = false;
 		} else
@@ -766,7 +504,7 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	if (ok && r.host_kind != SL_HOST_NAME && r.has_inject) {
 		/* TLS to an IP literal has no name to verify the certificate
 		 * against in the usual way; keep credentials on names. */
-		error_at(l, host_n, "a credential can only be injected for a host name, not an "
+		sl_yaml_error_at(&l->y, host_n, "a credential can only be injected for a host name, not an "
 				    "address");
 		ok = false;
 	}
@@ -784,7 +522,7 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 
 		grown = reallocarray(*arr, want, sizeof(r));
 		if (!grown) {
-			l->oom = true;
+			l->y.oom = true;
 			sl_rule_clear(&r);
 			return;
 		}
@@ -800,12 +538,12 @@ static void load_rules(struct loader *l, enum sl_rule_kind kind, const yaml_node
 	yaml_node_item_t *it;
 	unsigned index = 0;
 
-	if (is_null(seq))
+	if (sl_yaml_is_null(seq))
 		return;
-	if (!expect_type(l, seq, YAML_SEQUENCE_NODE, what))
+	if (!sl_yaml_expect_type(&l->y, seq, YAML_SEQUENCE_NODE, what))
 		return;
 	for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
-		yaml_node_t *v = node_get(l, *it);
+		yaml_node_t *v = sl_yaml_node_get(&l->y, *it);
 
 		if (v)
 			load_rule(l, kind, ++index, v);
@@ -879,31 +617,31 @@ static void load_private(struct loader *l, const yaml_node_t *n)
 	if (n->type == YAML_SCALAR_NODE) {
 		if (!strcmp((const char *)n->data.scalar.value, "deny"))
 			return;
-		error_at(l, n, "'private_addresses' must be 'deny' or a list of CIDR ranges");
+		sl_yaml_error_at(&l->y, n, "'private_addresses' must be 'deny' or a list of CIDR ranges");
 		return;
 	}
-	if (!expect_type(l, n, YAML_SEQUENCE_NODE, "'private_addresses'"))
+	if (!sl_yaml_expect_type(&l->y, n, YAML_SEQUENCE_NODE, "'private_addresses'"))
 		return;
 	l->p->private_allow = calloc((size_t)(n->data.sequence.items.top -
 					      n->data.sequence.items.start) + 1,
 				     sizeof(struct sl_cidr));
 	if (!l->p->private_allow) {
-		l->oom = true;
+		l->y.oom = true;
 		return;
 	}
 	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-		yaml_node_t *v = node_get(l, *it);
+		yaml_node_t *v = sl_yaml_node_get(&l->y, *it);
 		const char *s, *why = NULL;
 		size_t len;
 
 		if (!v)
 			continue;
-		s = scalar(l, v, "a CIDR range", &len);
+		s = sl_yaml_scalar(&l->y, v, "a CIDR range", &len);
 		if (!s)
 			continue;
 		if (!parse_cidr(s, len, &l->p->private_allow[l->p->n_private_allow], &why)) {
 			char b[80];
-			error_at(l, v, "invalid range '%s': %s", shown(v, b, sizeof(b)), why);
+			sl_yaml_error_at(&l->y, v, "invalid range '%s': %s", sl_yaml_shown(v, b, sizeof(b)), why);
 			continue;
 		}
 		l->p->n_private_allow++;
@@ -911,92 +649,6 @@ static void load_private(struct loader *l, const yaml_node_t *n)
 }
 
 /* ---- passes ---- */
-
-static void parser_error(struct loader *l, const yaml_parser_t *parser)
-{
-	const yaml_mark_t *m = &parser->problem_mark;
-
-	if (parser->error == YAML_MEMORY_ERROR) {
-		l->oom = true;
-		return;
-	}
-	if (parser->context)
-		error_at_mark(l, m->line, m->column, "YAML: %s %s", parser->problem,
-			      parser->context);
-	else
-		error_at_mark(l, m->line, m->column, "YAML: %s",
-			      parser->problem ? parser->problem : "syntax error");
-}
-
-/* Refuse aliases, several documents, deep nesting and too many nodes before
- * building any tree. */
-static bool scan_events(struct loader *l, const char *buf, size_t len)
-{
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	size_t depth = 0, nodes = 0, docs = 0;
-	bool ok = true, done = false;
-
-	if (!yaml_parser_initialize(&parser)) {
-		l->oom = true;
-		return false;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	while (!done) {
-		if (!yaml_parser_parse(&parser, &ev)) {
-			parser_error(l, &parser);
-			ok = false;
-			break;
-		}
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = true;
-			break;
-		case YAML_DOCUMENT_START_EVENT:
-			if (++docs > 1) {
-				error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
-					      "a policy file holds one YAML document");
-				ok = false;
-				done = true;
-			}
-			break;
-		case YAML_ALIAS_EVENT:
-			error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
-				      "YAML aliases ('*name') are not allowed in a policy");
-			ok = false;
-			done = true;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT:
-			if (++depth > MAX_DEPTH) {
-				error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
-					      "nested too deeply");
-				ok = false;
-				done = true;
-			}
-			_fallthrough_;
-		case YAML_SCALAR_EVENT:
-			if (++nodes > MAX_NODES) {
-				error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
-					      "too many YAML nodes");
-				ok = false;
-				done = true;
-			}
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			depth--;
-			break;
-		case YAML_NO_EVENT:
-		case YAML_STREAM_START_EVENT:
-		case YAML_DOCUMENT_END_EVENT:
-			break;
-		}
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&parser);
-	return ok;
-}
 
 static void load_document(struct loader *l, const char *buf, size_t len)
 {
@@ -1007,36 +659,36 @@ static void load_document(struct loader *l, const char *buf, size_t len)
 	yaml_node_t *root, *v[5];
 
 	if (!yaml_parser_initialize(&parser)) {
-		l->oom = true;
+		l->y.oom = true;
 		return;
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, &l->doc)) {
-		parser_error(l, &parser);
+	if (!yaml_parser_load(&parser, &l->y.doc)) {
+		sl_yaml_parser_error(&l->y, &parser);
 		yaml_parser_delete(&parser);
-		memset(&l->doc, 0, sizeof(l->doc));
+		memset(&l->y.doc, 0, sizeof(l->y.doc));
 		return;
 	}
 	yaml_parser_delete(&parser);
 
-	root = yaml_document_get_root_node(&l->doc);
-	if (!root || is_null(root)) {
-		error_at_mark(l, 0, 0, "the policy is empty; it needs at least 'version: 1'");
+	root = yaml_document_get_root_node(&l->y.doc);
+	if (!root || sl_yaml_is_null(root)) {
+		sl_yaml_error_at_mark(&l->y, 0, 0, "the policy is empty; it needs at least 'version: 1'");
 		return;
 	}
-	if (!expect_type(l, root, YAML_MAPPING_NODE, "a policy"))
+	if (!sl_yaml_expect_type(&l->y, root, YAML_MAPPING_NODE, "a policy"))
 		return;
-	mapping_keys(l, root, "the policy", keys, v);
+	sl_yaml_mapping_keys(&l->y, root, "the policy", keys, v);
 
 	if (!v[K_VERSION])
-		error_at(l, root, "the policy has no 'version'; add 'version: 1'");
+		sl_yaml_error_at(&l->y, root, "the policy has no 'version'; add 'version: 1'");
 	else if (v[K_VERSION]->type == YAML_SCALAR_NODE &&
 		 v[K_VERSION]->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
 		 strcmp((const char *)v[K_VERSION]->data.scalar.value, "1") != 0)
-		error_at(l, v[K_VERSION], "unsupported policy version '%s' (this sluice reads "
+		sl_yaml_error_at(&l->y, v[K_VERSION], "unsupported policy version '%s' (this sluice reads "
 					  "version 1)", v[K_VERSION]->data.scalar.value);
 	else
-		(void)integer(l, v[K_VERSION], "'version'", 1, 1);
+		(void)sl_yaml_integer(&l->y, v[K_VERSION], "'version'", 1, 1);
 
 	/* Secrets first: rules refer to them wherever they stand in the file. */
 	if (v[K_SECRETS])
@@ -1061,25 +713,25 @@ static void free_rules(struct sl_rule *rules, size_t n)
 int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct sl_policy **ret,
 			  struct sl_diags *diags)
 {
-	struct loader l = { .file = name ? name : "(policy)", .diags = diags };
+	struct loader l = { .y = { .file = name ? name : "(policy)", .diags = diags } };
 	struct sl_policy *p;
 	int r;
 
 	if (len > SL_POLICY_MAX_BYTES) {
-		error_at_mark(&l, 0, 0, "the policy is larger than %u bytes", SL_POLICY_MAX_BYTES);
+		sl_yaml_error_at_mark(&l.y, 0, 0, "the policy is larger than %u bytes", SL_POLICY_MAX_BYTES);
 		return -EFBIG;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	l.p = p;
-	p->source = strdup(l.file);
+	p->source = strdup(l.y.file);
 	if (!p->source)
-		l.oom = true;
+		l.y.oom = true;
 
-	if (scan_events(&l, buf, len))
+	if (sl_yaml_scan_events(&l.y, buf, len))
 		load_document(&l, buf, len);
-	yaml_document_delete(&l.doc);
+	yaml_document_delete(&l.y.doc);
 
 	/* Join allow and deny rules into one array: allow first. */
 	if (l.n_allow + l.n_deny > 0) {
@@ -1094,22 +746,22 @@ int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct 
 			free(l.allow);
 			free(l.deny);
 		} else {
-			l.oom = true;
+			l.y.oom = true;
 			free_rules(l.allow, l.n_allow);
 			free_rules(l.deny, l.n_deny);
 		}
 	}
 
-	if (!l.oom && l.n_errors == 0) {
+	if (!l.y.oom && l.y.n_errors == 0) {
 		r = sl_policy_index_build(p);
 		if (r < 0)
-			l.oom = true;
+			l.y.oom = true;
 	}
-	if (l.oom) {
+	if (l.y.oom) {
 		sl_policy_free(p);
 		return -ENOMEM;
 	}
-	if (l.n_errors > 0) {
+	if (l.y.n_errors > 0) {
 		sl_policy_free(p);
 		return -EINVAL;
 	}
@@ -1119,7 +771,7 @@ int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct 
 
 int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diags *diags)
 {
-	struct loader l = { .file = path, .diags = diags };
+	struct sl_yaml l = { .file = path, .diags = diags };
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
@@ -1128,20 +780,20 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		int r = negative_errno();
-		error_at_mark(&l, 0, 0, "cannot open: %s", strerror(-r));
+		sl_yaml_error_at_mark(&l, 0, 0, "cannot open: %s", strerror(-r));
 		return r;
 	}
 	if (fstat(fd, &st) < 0) {
 		int r = negative_errno();
-		error_at_mark(&l, 0, 0, "cannot stat: %s", strerror(-r));
+		sl_yaml_error_at_mark(&l, 0, 0, "cannot stat: %s", strerror(-r));
 		return r;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		error_at_mark(&l, 0, 0, "not a regular file");
+		sl_yaml_error_at_mark(&l, 0, 0, "not a regular file");
 		return -EINVAL;
 	}
 	if ((uintmax_t)st.st_size > SL_POLICY_MAX_BYTES) {
-		error_at_mark(&l, 0, 0, "the policy is larger than %u bytes", SL_POLICY_MAX_BYTES);
+		sl_yaml_error_at_mark(&l, 0, 0, "the policy is larger than %u bytes", SL_POLICY_MAX_BYTES);
 		return -EFBIG;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -1156,14 +808,14 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
 			continue;
 		if (n < 0) {
 			int r = negative_errno();
-			error_at_mark(&l, 0, 0, "cannot read: %s", strerror(-r));
+			sl_yaml_error_at_mark(&l, 0, 0, "cannot read: %s", strerror(-r));
 			return r;
 		}
 		if (n == 0)
 			break;
 		have += (size_t)n;
 		if (have > (size_t)st.st_size) {
-			error_at_mark(&l, 0, 0, "the file changed while it was read");
+			sl_yaml_error_at_mark(&l, 0, 0, "the file changed while it was read");
 			return -EAGAIN;
 		}
 	}
