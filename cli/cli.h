@@ -12,3 +12,4 @@ enum {
 
 int sl_cmd_check(int argc, char **argv);
 int sl_cmd_guard(int argc, char **argv);
+int sl_cmd_run(int argc, char **argv);

@@ -21,6 +21,8 @@ static void usage(FILE *f)
 	      "                 validate a policy; with --decide, show how it decides a request\n"
 	      "  guard --uid UID --gateway ADDR:PORT [--remove]\n"
 	      "                 let uid UID reach only ADDR:PORT (persistent nftables rules)\n"
+	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
+	      "      -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
 	      "\n"
 	      "  sluice --help | --version\n",
 	      f);
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
 		return sl_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "guard"))
 		return sl_cmd_guard(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return sl_cmd_run(argc - 1, argv + 1);
 
 	fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
 	usage(stderr);

@@ -210,7 +210,7 @@ static int group_for(struct sl_netns_cgroup *cg, enum ctl c, struct group **ret,
 {
 	char parent[400], dir[512];
 	struct group *g;
-	bool v2;
+	bool v2 = false;
 	int r;
 
 	r = locate(c, parent, sizeof(parent), &v2, err, errlen);

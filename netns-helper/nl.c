@@ -133,7 +133,7 @@ static int data_cb(const struct nlmsghdr *nlh, void *data)
 int sl_nl_call(struct sl_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data,
 	       const char *what, char *err, size_t errlen)
 {
-	static const mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = error_cb };
+	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = error_cb };
 	struct call c = { .cb = cb, .data = data };
 	ssize_t n;
 	int r;

@@ -79,23 +79,31 @@ static int accept_ports4(struct sl_nft_plan *plan, const char *table, const char
 }
 
 /* Reject: a reset for TCP, admin-prohibited for the rest, so the client
- * fails at once instead of waiting for a timeout. */
-static int reject_rest(struct sl_nft_plan *plan, const char *table, const char *chain)
+ * fails at once instead of waiting for a timeout. With `uid`, only packets
+ * of that uid's sockets are matched. */
+static int reject_rest(struct sl_nft_plan *plan, const char *table, const char *chain,
+		       const uid_t *uid)
 {
 	struct sl_nft_rb rb;
 
 	sl_nft_rb_start(&rb, table, chain);
+	if (uid)
+		sl_nft_match_skuid(&rb, *uid, true);
 	sl_nft_match_l4proto(&rb, IPPROTO_TCP);
 	sl_nft_act_reject_tcp(&rb);
 	TRY(sl_nft_plan_add_rule(plan, &rb, "reject tcp with reset"));
 
 	sl_nft_rb_start(&rb, table, chain);
+	if (uid)
+		sl_nft_match_skuid(&rb, *uid, true);
 	sl_nft_act_reject_admin(&rb);
 	TRY(sl_nft_plan_add_rule(plan, &rb, "reject the rest, admin-prohibited"));
 
 	/* Not reached (reject drops), but says what the chain ends in even
 	 * when read by someone who does not know that. */
 	sl_nft_rb_start(&rb, table, chain);
+	if (uid)
+		sl_nft_match_skuid(&rb, *uid, true);
 	sl_nft_act_verdict(&rb, NF_DROP);
 	return sl_nft_plan_add_rule(plan, &rb, "drop");
 }
@@ -201,7 +209,7 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 	sl_nft_rb_start(&rb, t, "output");
 	sl_nft_act_log(&rb, cfg->nflog_group, SL_NFT_NFLOG_PREFIX);
 	TRY(sl_nft_plan_add_rule(plan, &rb, "copy blocked packets to nflog"));
-	TRY(reject_rest(plan, t, "output"));
+	TRY(reject_rest(plan, t, "output", NULL));
 
 	/* No IPv6 at all: not even router advertisements or answers. */
 	sl_nft_rb_start(&rb, t, "input");
@@ -312,19 +320,18 @@ int sl_nft_guard_plan(struct sl_nft_plan *plan, const struct sl_nft_guard *cfg, 
 				  NF_ACCEPT));
 	TRY(sl_nft_plan_flush_chain(plan, t, c));
 
-	/* Packets without a full socket (TCP resets, SYN-ACKs of a listener,
-	 * the kernel's ICMP errors) have no uid and are not matched: they
-	 * carry nothing the uid chose. */
-	sl_nft_rb_start(&rb, t, c);
-	sl_nft_match_skuid(&rb, cfg->uid, false);
-	sl_nft_act_verdict(&rb, NF_ACCEPT);
-	TRY(sl_nft_plan_add_rule(plan, &rb, "other uids are not guarded here"));
-
-	/* Neither "oif lo" nor "ct state established" is accepted: the first
+	/* Every rule matches the uid with "==", never one "!= uid accept" up
+	 * front: packets without a full socket (the kernel's resets and ICMP
+	 * errors, a listener's SYN-ACK, IPv6 neighbour discovery) have no uid,
+	 * so "!=" would not match them either and they would fall through to
+	 * the rejects. They carry nothing the uid chose and pass untouched.
+	 *
+	 * Neither "oif lo" nor "ct state established" is accepted: the first
 	 * would open every local service (sshd, a database, an unfiltered
 	 * proxy), the second lets the uid answer anyone who connects to it.
 	 * Every packet of a connection to the gateway matches this rule. */
 	sl_nft_rb_start(&rb, t, c);
+	sl_nft_match_skuid(&rb, cfg->uid, true);
 	if (cfg->family == AF_INET) {
 		sl_nft_match_daddr4(&rb, cfg->addr4);
 		inet_ntop(AF_INET, &cfg->addr4, a, sizeof(a));
@@ -339,7 +346,7 @@ int sl_nft_guard_plan(struct sl_nft_plan *plan, const struct sl_nft_guard *cfg, 
 		 a, cfg->port);
 	TRY(sl_nft_plan_add_rule(plan, &rb, comment));
 
-	return reject_rest(plan, t, c);
+	return reject_rest(plan, t, c, &cfg->uid);
 }
 
 int sl_nft_guard_remove_plan(struct sl_nft_plan *plan, uid_t uid, bool last)

@@ -97,6 +97,15 @@ int sl_nft_host_apply(struct sl_nft *nft, const struct sl_nft_host *cfg, bool *r
 			sl_nft_plan_done(&plan);
 			continue;
 		}
+		/* The first op failing with EPERM (a lack of CAP_NET_ADMIN fails
+		 * the batch as a whole instead) means a live owner holds it. */
+		if (r == -EPERM && failed == 0 && err && errlen) {
+			size_t l = strlen(err);
+
+			snprintf(err + l, errlen - l,
+				 " (another process owns it: is a sluice for sandbox '%s' running?)",
+				 cfg->name);
+		}
 		sl_nft_plan_done(&plan);
 		break;
 	}

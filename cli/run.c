@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sluice run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N]
+ *            [--cpu PERCENT] [--pool CIDR] -- CMD [ARG...]
+ *
+ * Runs CMD in a sandbox whose packets can reach only the gateway's ports on
+ * the host end of its veth, and exits with CMD's status (128+N when a
+ * signal N killed it). The gateway itself comes later: until then nothing
+ * listens there, so with or without --policy every egress is refused,
+ * which is what the contract says for "no --policy".
+ *
+ * Order matters: the host's rules, then the sandbox's rules, and only then
+ * the command, so it never runs a moment unfenced. Teardown is the reverse
+ * and happens on every way out of here: normal exit, a forwarded signal,
+ * or a setup step that failed halfway.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "macro.h"
+#include "netns.h"
+#include "nft.h"
+#include "policy.h"
+
+/* Like env(1) and container runtimes: 125 when sluice itself failed, so
+ * that it is told apart from the command's own statuses. */
+#define RUN_EXIT_SETUP 125
+
+/* The gateway's ports on the host end (DESIGN.md). */
+#define PORT_PROXY 3128
+#define PORT_CAPTURE 3129
+#define PORT_DNS 53
+/* The NFLOG group the gateway will read blocked packets from. */
+#define RUN_NFLOG_GROUP 7
+
+extern char **environ;
+
+/* Signals sluice takes and hands to the command. Terminal-generated ones
+ * reach the command directly (it shares our process group), so only those
+ * sent by a process are forwarded: Ctrl-C must not arrive twice. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+struct run {
+	struct sl_netns_run_args args;
+	struct sl_policy *policy;
+	struct sl_netns_user user;
+	struct sl_netns_cgroup *cgroup;
+	struct sl_netns_sandbox *sandbox;
+	struct sl_nft *nft;
+	char host_table[32]; /* the name the host rules were installed under */
+	bool host_rules_owned;
+	bool host_rules;
+	char **env;
+};
+
+static void run_usage(FILE *f)
+{
+	fputs("usage: sluice run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N]\n"
+	      "                  [--cpu PERCENT] [--pool CIDR] -- CMD [ARG...]\n"
+	      "\n"
+	      "Run CMD in a network sandbox that can reach only sluice's gateway, as USER\n"
+	      "(default: nobody, or the sudo caller) without capabilities. Without --policy every\n"
+	      "egress is denied. --memory takes K, M, G suffixes; --cpu is a percentage of one\n"
+	      "CPU. --pool is where sandbox addresses come from (default " SL_NETNS_DEFAULT_POOL
+	      ").\n"
+	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed.\n"
+	      "Not supported yet (they need the gateway): --audit, --resolver, --upstream-ca.\n",
+	      f);
+}
+
+static void run_teardown(struct run *r)
+{
+	char err[512];
+
+	/* The veth goes first: the sandbox is cut off before anything else. */
+	sl_netns_sandbox_free(TAKE_PTR(r->sandbox));
+	if (r->host_rules && !r->host_rules_owned && r->nft)
+		(void)sl_nft_host_delete(r->nft, r->host_table, err, sizeof(err));
+	/* Owned tables vanish with the socket. */
+	sl_nft_close(TAKE_PTR(r->nft));
+	sl_netns_cgroup_free(TAKE_PTR(r->cgroup));
+	sl_netns_env_free(TAKE_PTR(r->env));
+	sl_policy_free(TAKE_PTR(r->policy));
+}
+
+static int load_policy(struct run *r)
+{
+	struct sl_diags diags = { 0 };
+	int ret;
+
+	if (!r->args.policy)
+		return sl_policy_new_deny_all(&r->policy) < 0 ? -ENOMEM : 0;
+	ret = sl_policy_load_file(r->args.policy, &r->policy, &diags);
+	for (size_t k = 0; k < diags.n; k++)
+		fprintf(stderr, "%s\n", diags.msgs[k]);
+	sl_diags_clear(&diags);
+	if (ret == -ENOMEM)
+		fprintf(stderr, "sluice run: %s: out of memory\n", r->args.policy);
+	return ret;
+}
+
+static int apply_sandbox_rules(void *userdata)
+{
+	const struct sl_netns_sandbox *sb = ((void **)userdata)[0];
+	char *err = ((void **)userdata)[1];
+	struct sl_nft_sandbox cfg = {
+		.gateway = sl_netns_sandbox_host_addr(sb),
+		.tcp_ports = { PORT_PROXY, PORT_CAPTURE, PORT_DNS },
+		.n_tcp_ports = 3,
+		.udp_ports = { PORT_DNS },
+		.n_udp_ports = 1,
+		.nflog_group = RUN_NFLOG_GROUP,
+		.capture_port = PORT_CAPTURE,
+		.dns_port = PORT_DNS,
+	};
+
+	return sl_nft_sandbox_apply(&cfg, err, 512);
+}
+
+/* The fence, both sides of the veth. */
+static int install_rules(struct run *r, char *err, size_t errlen)
+{
+	const char *ifname = sl_netns_sandbox_host_ifname(r->sandbox);
+	struct sl_nft_host host = {
+		.name = ifname,
+		.ifname = ifname,
+		.addr = sl_netns_sandbox_host_addr(r->sandbox),
+		.tcp_ports = { PORT_PROXY, PORT_CAPTURE, PORT_DNS },
+		.n_tcp_ports = 3,
+		.udp_ports = { PORT_DNS },
+		.n_udp_ports = 1,
+	};
+	void *inside[2] = { r->sandbox, err };
+	int ret;
+
+	if (errlen < 512)
+		return -EINVAL;
+	ret = sl_nft_open(&r->nft, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = sl_nft_host_apply(r->nft, &host, &r->host_rules_owned, err, errlen);
+	if (ret < 0)
+		return ret;
+	r->host_rules = true;
+	snprintf(r->host_table, sizeof(r->host_table), "%s", ifname);
+	return sl_netns_sandbox_run_inside(r->sandbox, apply_sandbox_rules, inside);
+}
+
+static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
+{
+	struct sl_netns_sandbox_config cfg = { 0 };
+	char err[512];
+	int ret;
+
+	ret = sl_netns_pool_parse(r->args.pool ? r->args.pool : SL_NETNS_DEFAULT_POOL, &cfg.pool);
+	if (ret < 0)
+		return ret;
+	if (r->args.limits.memory_bytes || r->args.limits.pids || r->args.limits.cpu_percent) {
+		ret = sl_netns_cgroup_new(&r->args.limits, &r->cgroup, err, sizeof(err));
+		if (ret < 0)
+			goto fail;
+	}
+	ret = sl_netns_sandbox_new(&cfg, &r->sandbox, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
+	ret = install_rules(r, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
+	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox), PORT_PROXY,
+				 &r->user, &r->env);
+	if (ret < 0) {
+		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = sl_netns_spawn(&(struct sl_netns_spawn){ .sandbox = r->sandbox,
+						       .cgroup = r->cgroup,
+						       .user = r->user,
+						       .argv = r->args.argv,
+						       .envp = r->env,
+						       .sigmask = child_mask },
+			     ret_pid, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "sluice run: %s\n", err);
+	return ret;
+}
+
+/* Wait for the command, forwarding signals; its wait status. */
+static int supervise(pid_t child, const sigset_t *set)
+{
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(set, &si), status;
+
+		if (sig < 0)
+			continue; /* EINTR: only a stop/continue can cause it */
+		if (sig == SIGCHLD) {
+			pid_t p;
+
+			while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+				if (p == child)
+					return status;
+			continue;
+		}
+		if (si.si_code != SI_KERNEL)
+			(void)kill(child, sig);
+	}
+}
+
+static int exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return RUN_EXIT_SETUP;
+}
+
+int sl_cmd_run(int argc, char **argv)
+{
+	struct run r = { 0 };
+	sigset_t set, old;
+	char err[256];
+	pid_t child;
+	int ret;
+
+	if (sl_netns_run_args_parse(argc, argv, &r.args, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice run: %s\n", err);
+		run_usage(stderr);
+		return SL_EXIT_USAGE;
+	}
+	if (r.args.help) {
+		run_usage(stdout);
+		return SL_EXIT_OK;
+	}
+	if (r.args.audit || r.args.resolver || r.args.upstream_ca) {
+		fprintf(stderr, "sluice run: %s is not supported yet (it needs the gateway)\n",
+			r.args.audit ? "--audit" : r.args.resolver ? "--resolver" : "--upstream-ca");
+		return SL_EXIT_USAGE;
+	}
+	if (load_policy(&r) < 0)
+		return SL_EXIT_INVALID;
+	if (sl_netns_user_resolve(r.args.user, &r.user, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice run: %s\n", err);
+		sl_policy_free(r.policy);
+		return SL_EXIT_USAGE;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "sluice run: must run as root (it creates namespaces, links and "
+				"firewall rules, then drops to the user)\n");
+		sl_policy_free(r.policy);
+		return SL_EXIT_FAILURE;
+	}
+
+	/* Block before the child exists, so no signal meant for it is lost;
+	 * the child gets our original mask back before it executes. */
+	sigemptyset(&set);
+	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
+		fprintf(stderr, "sluice run: blocking signals: %m\n");
+		sl_policy_free(r.policy);
+		return SL_EXIT_FAILURE;
+	}
+
+	ret = setup(&r, &old, &child);
+	if (ret < 0) {
+		run_teardown(&r);
+		return RUN_EXIT_SETUP;
+	}
+	ret = exit_status(supervise(child, &set));
+	run_teardown(&r);
+	return ret;
+}
