@@ -139,16 +139,6 @@ static bool port_ok(const struct sl_rule *r, uint16_t port)
 	return false;
 }
 
-static bool paths_ok(const struct sl_rule *r, const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < r->n_paths; i++)
-		if (sl_path_match(r->paths[i].path, r->paths[i].prefix, path))
-			return true;
-	return false;
-}
-
 /* How close a non-matching allow rule came: the most specific reason wins. */
 static int reason_rank(enum sl_reason r)
 {
@@ -175,7 +165,8 @@ static int reason_rank(enum sl_reason r)
 struct path_state {
 	int state; /* 0: not yet normalised, 1: ok, -1: refused */
 	const char *why;
-	char buf[SL_PATH_BUF];
+	char buf[SL_PATH_BUF];  /* the normal form */
+	char bare[SL_PATH_BUF]; /* the same without ";params" */
 };
 
 static int path_get(const struct sl_request *req, struct path_state *ps)
@@ -184,8 +175,53 @@ static int path_get(const struct sl_request *req, struct path_state *ps)
 		int r = sl_path_normalize(req->path, req->path_len, ps->buf, sizeof(ps->buf),
 					  &ps->why);
 		ps->state = r < 0 ? -1 : 1;
+		if (r >= 0)
+			sl_path_strip_params(ps->buf, ps->bare, sizeof(ps->bare));
 	}
 	return ps->state;
+}
+
+static bool any_path(const struct sl_rule *r, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_paths; i++)
+		if (sl_path_match(r->paths[i].path, r->paths[i].prefix, path))
+			return true;
+	return false;
+}
+
+/* An allow rule's paths must hold the path in both of the forms a server
+ * might route it by. */
+static bool allow_paths_ok(const struct sl_rule *r, const struct path_state *ps)
+{
+	return any_path(r, ps->buf) && any_path(r, ps->bare);
+}
+
+/* A deny rule's paths catch the path in either form. */
+static bool deny_paths_hit(const struct sl_rule *r, const struct path_state *ps)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_paths; i++)
+		if (sl_path_match_deny(r->paths[i].path, r->paths[i].prefix, ps->buf) ||
+		    sl_path_match_deny(r->paths[i].path, r->paths[i].prefix, ps->bare))
+			return true;
+	return false;
+}
+
+/* The method bit ignoring ASCII case, for deny rules: Werkzeug and others
+ * upper-case the method before they dispatch, so "delete" is DELETE there. */
+static uint32_t method_bit_any_case(const char *m)
+{
+	char up[8];
+	size_t i, n = strlen(m);
+
+	if (n >= sizeof(up))
+		return 0;
+	for (i = 0; i < n; i++)
+		up[i] = (m[i] >= 'a' && m[i] <= 'z') ? (char)(m[i] - 'a' + 'A') : m[i];
+	return sl_method_from_string(up, n);
 }
 
 void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
@@ -197,7 +233,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	enum sl_reason closest = SL_REASON_NO_RULE;
 	const char *why = NULL;
 	struct path_state ps_store, *ps = &ps_store;
-	uint32_t mbit = 0;
+	uint32_t mbit = 0, mbit_deny = 0;
 	bool inspect = false;
 
 	ps_store.state = 0;
@@ -221,9 +257,20 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	}
 	if (req->method) {
 		mbit = sl_method_from_string(req->method, strlen(req->method));
+		mbit_deny = method_bit_any_case(req->method);
 		if (!req->path) {
 			d->reason = SL_REASON_INVALID_REQUEST;
 			d->detail = "a method without a path";
+			return;
+		}
+		/* Only origin-form ("/...") or asterisk-form targets are
+		 * decided here: an absolute-form target names its own host,
+		 * which the origin would serve instead of the Host we decided
+		 * on (RFC 9112 3.2.2). The gateway turns one into the other. */
+		if (req->path_len == 0 ||
+		    !(req->path[0] == '/' || (req->path_len == 1 && req->path[0] == '*'))) {
+			d->reason = SL_REASON_INVALID_REQUEST;
+			d->detail = "the request target must be a path";
 			return;
 		}
 	}
@@ -262,7 +309,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 					inspect = true;
 					continue;
 				}
-				if (r->methods && !(r->methods & mbit))
+				if (r->methods && !(r->methods & mbit_deny))
 					continue;
 				if (r->paths) {
 					if (path_get(req, ps) < 0) {
@@ -272,7 +319,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 						d->detail = ps->why;
 						return;
 					}
-					if (!paths_ok(r, ps->buf))
+					if (!deny_paths_hit(r, ps))
 						continue;
 				}
 			}
@@ -301,7 +348,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 					if (path_get(req, ps) < 0) {
 						miss = SL_REASON_INVALID_PATH;
 						why = ps->why;
-					} else if (!paths_ok(r, ps->buf)) {
+					} else if (!allow_paths_ok(r, ps)) {
 						miss = SL_REASON_PATH;
 					}
 				}

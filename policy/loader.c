@@ -37,6 +37,10 @@ struct loader {
 	struct sl_rule *allow, *deny;
 	size_t n_allow, n_deny;
 	size_t cap_allow, cap_deny;
+	size_t cap_secrets;
+	/* Secret indices sorted by name, for duplicate detection and lookup
+	 * in O(n log n) however many secrets a file defines. */
+	size_t *secret_order;
 };
 
 static bool valid_name(const char *s, size_t len)
@@ -76,6 +80,64 @@ static bool valid_token(const char *s, size_t len)
 	return true;
 }
 
+static int cmp_secret(const void *a, const void *b, void *arg)
+{
+	const struct sl_secret *secrets = arg;
+	const struct sl_secret *x = &secrets[*(const size_t *)a], *y = &secrets[*(const size_t *)b];
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Sort the secrets' names once; a name defined twice is reported at its
+ * second definition. */
+static void index_secrets(struct loader *l)
+{
+	const struct sl_policy *p = l->p;
+	size_t i;
+
+	if (p->n_secrets == 0 || l->y.oom)
+		return;
+	l->secret_order = calloc(p->n_secrets, sizeof(size_t));
+	if (!l->secret_order) {
+		l->y.oom = true;
+		return;
+	}
+	for (i = 0; i < p->n_secrets; i++)
+		l->secret_order[i] = i;
+	qsort_r(l->secret_order, p->n_secrets, sizeof(size_t), cmp_secret, p->secrets);
+	for (i = 1; i < p->n_secrets; i++) {
+		const struct sl_secret *prev = &p->secrets[l->secret_order[i - 1]];
+		const struct sl_secret *cur = &p->secrets[l->secret_order[i]];
+
+		if (!strcmp(prev->name, cur->name))
+			sl_yaml_error_at_mark(&l->y, cur->line - 1, cur->col - 1,
+					      "secret '%s' is defined twice (first on line %u)",
+					      cur->name, prev->line);
+	}
+}
+
+/* The index of the secret called name, or n_secrets. */
+static size_t find_secret(const struct loader *l, const char *name)
+{
+	size_t lo = 0, hi = l->secret_order ? l->p->n_secrets : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2, i = l->secret_order[mid];
+		int c = strcmp(l->p->secrets[i].name, name);
+
+		if (c == 0)
+			return i;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return l->p->n_secrets;
+}
+
 /* ---- secrets ---- */
 
 static void load_secrets(struct loader *l, const yaml_node_t *map)
@@ -94,6 +156,7 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 		struct sl_secret *s;
 		const char *name, *ref;
 		size_t len, ref_len, i, which = 0, n_set = 0;
+		char b[80];
 
 		if (!key || !value)
 			continue;
@@ -101,16 +164,8 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 		if (!name)
 			continue;
 		if (!valid_name(name, len)) {
-			char b[80];
 			sl_yaml_error_at(&l->y, key, "secret name '%s' must be 1 to %d letters, digits, '_', '-' "
 					 "or '.'", sl_yaml_shown(key, b, sizeof(b)), NAME_MAX_LEN);
-			continue;
-		}
-		for (i = 0; i < l->p->n_secrets; i++)
-			if (!strcmp(l->p->secrets[i].name, name))
-				break;
-		if (i < l->p->n_secrets) {
-			sl_yaml_error_at(&l->y, key, "secret '%s' is defined twice", name);
 			continue;
 		}
 		if (!sl_yaml_expect_type(&l->y, value, YAML_MAPPING_NODE, "a secret"))
@@ -131,28 +186,36 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 		if (!ref)
 			continue;
 		if (which == SL_SECRET_FILE && ref[0] != '/') {
-			sl_yaml_error_at(&l->y, v[which], "secret file '%s' must be an absolute path", ref);
+			sl_yaml_error_at(&l->y, v[which], "secret file '%s' must be an absolute path",
+					 sl_yaml_shown(v[which], b, sizeof(b)));
 			continue;
 		}
 		if (which == SL_SECRET_ENV && !valid_env_name(ref, ref_len)) {
-			sl_yaml_error_at(&l->y, v[which], "'%s' is not a valid environment variable name", ref);
+			sl_yaml_error_at(&l->y, v[which], "'%s' is not a valid environment variable name",
+					 sl_yaml_shown(v[which], b, sizeof(b)));
 			continue;
 		}
 		/* systemd credential names may not contain '/': they are file
 		 * names inside $CREDENTIALS_DIRECTORY. */
 		if (which == SL_SECRET_CREDENTIAL && (!valid_name(ref, ref_len) || !strcmp(ref, ".") ||
 						      !strcmp(ref, ".."))) {
-			sl_yaml_error_at(&l->y, v[which], "'%s' is not a valid credential name", ref);
+			sl_yaml_error_at(&l->y, v[which], "'%s' is not a valid credential name",
+					 sl_yaml_shown(v[which], b, sizeof(b)));
 			continue;
 		}
 
-		s = realloc(l->p->secrets, (l->p->n_secrets + 1) * sizeof(*s));
-		if (!s) {
-			l->y.oom = true;
-			return;
+		if (l->p->n_secrets == l->cap_secrets) {
+			size_t want = l->cap_secrets ? l->cap_secrets * 2 : 8;
+
+			s = reallocarray(l->p->secrets, want, sizeof(*s));
+			if (!s) {
+				l->y.oom = true;
+				return;
+			}
+			l->p->secrets = s;
+			l->cap_secrets = want;
 		}
-		l->p->secrets = s;
-		s = &s[l->p->n_secrets];
+		s = &l->p->secrets[l->p->n_secrets];
 		memset(s, 0, sizeof(*s));
 		s->name = sl_yaml_xstrndup(&l->y, name, len);
 		s->ref = sl_yaml_xstrndup(&l->y, ref, ref_len);
@@ -161,14 +224,20 @@ static void load_secrets(struct loader *l, const yaml_node_t *map)
 		s->col = (unsigned)key->start_mark.column + 1;
 		l->p->n_secrets++;
 	}
+	index_secrets(l);
 }
 
 /* ---- rules ---- */
 
+static int cmp_port(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
 static bool load_ports(struct loader *l, struct sl_rule *r, const yaml_node_t *seq)
 {
 	yaml_node_item_t *it;
-	size_t n = 0, i;
+	size_t n = 0, i, k;
 
 	if (!sl_yaml_expect_type(&l->y, seq, YAML_SEQUENCE_NODE, "'ports'"))
 		return false;
@@ -191,13 +260,14 @@ static bool load_ports(struct loader *l, struct sl_rule *r, const yaml_node_t *s
 		port = sl_yaml_integer(&l->y, v, "a port", 1, 65535);
 		if (port < 0)
 			return false;
-		for (i = 0; i < n; i++)
-			if (r->ports[i] == port)
-				break;
-		if (i == n)
-			r->ports[n++] = (uint16_t)port;
+		r->ports[n++] = (uint16_t)port;
 	}
-	r->n_ports = n;
+	/* Sorted and without repeats, in O(n log n) for any list length. */
+	qsort(r->ports, n, sizeof(uint16_t), cmp_port);
+	for (i = 0, k = 0; i < n; i++)
+		if (k == 0 || r->ports[k - 1] != r->ports[i])
+			r->ports[k++] = r->ports[i];
+	r->n_ports = k;
 	return true;
 }
 
@@ -333,6 +403,7 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 	yaml_node_t *v[4];
 	const char *s;
 	size_t len, i;
+	char b[80];
 
 	if (!sl_yaml_expect_type(&l->y, map, YAML_MAPPING_NODE, "'inject'"))
 		return false;
@@ -347,7 +418,6 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 	if (!s)
 		return false;
 	if (!valid_token(s, len)) {
-		char b[80];
 		sl_yaml_error_at(&l->y, v[K_HEADER], "'%s' is not a valid header name", sl_yaml_shown(v[K_HEADER], b,
 										     sizeof(b)));
 		return false;
@@ -386,16 +456,15 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 	s = sl_yaml_scalar(&l->y, v[K_SECRET], "'secret'", &len);
 	if (!s)
 		return false;
-	for (i = 0; i < l->p->n_secrets; i++)
-		if (!strcmp(l->p->secrets[i].name, s))
-			break;
+	i = find_secret(l, s);
 	if (i == l->p->n_secrets) {
 		char names[256] = "";
 
 		for (size_t j = 0; j < l->p->n_secrets && strlen(names) < 200; j++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 j ? ", " : "", l->p->secrets[j].name);
-		sl_yaml_error_at(&l->y, v[K_SECRET], "unknown secret '%s' (%s%s)", s,
+		sl_yaml_error_at(&l->y, v[K_SECRET], "unknown secret '%s' (%s%s)",
+				 sl_yaml_shown(v[K_SECRET], b, sizeof(b)),
 			 l->p->n_secrets ? "defined: " : "no secrets are defined under 'secrets'",
 			 names);
 		return false;
@@ -408,7 +477,7 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 			return false;
 		if (!valid_env_name(s, len)) {
 			sl_yaml_error_at(&l->y, v[K_PLACEHOLDER], "'%s' is not a valid environment variable name",
-				 s);
+				 sl_yaml_shown(v[K_PLACEHOLDER], b, sizeof(b)));
 			return false;
 		}
 		if (env_reserved(s)) {
@@ -685,8 +754,12 @@ static void load_document(struct loader *l, const char *buf, size_t len)
 	else if (v[K_VERSION]->type == YAML_SCALAR_NODE &&
 		 v[K_VERSION]->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
 		 strcmp((const char *)v[K_VERSION]->data.scalar.value, "1") != 0)
+	{
+		char b[40];
+
 		sl_yaml_error_at(&l->y, v[K_VERSION], "unsupported policy version '%s' (this sluice reads "
-					  "version 1)", v[K_VERSION]->data.scalar.value);
+					  "version 1)", sl_yaml_shown(v[K_VERSION], b, sizeof(b)));
+	}
 	else
 		(void)sl_yaml_integer(&l->y, v[K_VERSION], "'version'", 1, 1);
 
@@ -732,6 +805,7 @@ int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct 
 	if (sl_yaml_scan_events(&l.y, buf, len))
 		load_document(&l, buf, len);
 	yaml_document_delete(&l.y.doc);
+	free(l.secret_order);
 
 	/* Join allow and deny rules into one array: allow first. */
 	if (l.n_allow + l.n_deny > 0) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 static int fail(const char **ret_why, const char *why)
 {
@@ -20,12 +21,6 @@ static int hexval(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
-}
-
-static bool is_unreserved(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 /* Is the segment s[0..n) "." or "..", ignoring ";params" after it? Tomcat
@@ -55,8 +50,13 @@ int sl_path_normalize(const char *in, size_t len, char *ret_path, size_t retsz,
 		unsigned char c = (unsigned char)in[i];
 		bool escaped = false;
 
-		if (c == '?' || c == '#')
+		if (c == '?')
 			break;
+		/* A request target never holds a fragment (RFC 9112 3.2), and
+		 * servers disagree on what follows one: Go keeps it in the
+		 * path, nginx stops there. Refuse rather than pick one. */
+		if (c == '#')
+			return fail(ret_why, "'#' in request target");
 		if (c == '%') {
 			int hi, lo;
 
@@ -72,7 +72,12 @@ int sl_path_normalize(const char *in, size_t len, char *ret_path, size_t retsz,
 				return fail(ret_why, "encoded '/' or '\\' in path");
 			if (c < 0x20 || c == 0x7f)
 				return fail(ret_why, "encoded control character in path");
-			escaped = !is_unreserved(c);
+			/* Servers decode every escape before they route, so
+			 * "%3A" is ":" and "%40" is "@" to them. Keep escaped
+			 * only what would change the structure here: '%', '?',
+			 * '#', ';' (a parameter delimiter that an escape must
+			 * not create), space and bytes beyond ASCII. */
+			escaped = c == '%' || c == '?' || c == '#' || c == ';' || c == ' ' || c >= 0x80;
 		} else if (c == '\\') {
 			return fail(ret_why, "backslash in path");
 		} else if (c < 0x21 || c >= 0x7f) {
@@ -109,6 +114,28 @@ int sl_path_normalize(const char *in, size_t len, char *ret_path, size_t retsz,
 	return (int)out;
 }
 
+size_t sl_path_strip_params(const char *path, char *ret_path, size_t retsz)
+{
+	size_t i, out = 0;
+	bool in_param = false;
+
+	for (i = 0; path[i] && out + 1 < retsz; i++) {
+		char c = path[i];
+
+		if (c == '/') {
+			in_param = false;
+			if (out > 0 && ret_path[out - 1] == '/')
+				continue;
+		} else if (c == ';') {
+			in_param = true;
+		}
+		if (!in_param)
+			ret_path[out++] = c;
+	}
+	ret_path[out] = '\0';
+	return out;
+}
+
 int sl_path_pattern_parse(const char *in, size_t len, char *ret_path, size_t retsz,
 			  bool *ret_prefix, const char **ret_why)
 {
@@ -137,4 +164,27 @@ bool sl_path_match(const char *pattern, bool prefix, const char *path)
 	if (prefix)
 		return strncmp(path, pattern, strlen(pattern)) == 0;
 	return strcmp(path, pattern) == 0;
+}
+
+/* Length without one trailing '/', except for "/" itself. */
+static size_t trim_slash(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 1 && s[n - 1] == '/' ? n - 1 : n;
+}
+
+bool sl_path_match_deny(const char *pattern, bool prefix, const char *path)
+{
+	size_t pl = trim_slash(pattern), l = trim_slash(path);
+
+	if (prefix) {
+		size_t full = strlen(pattern);
+
+		if (strncasecmp(path, pattern, full) == 0)
+			return true;
+		/* A prefix "/admin/" also denies "/admin" itself. */
+		return pl < full && l == pl && strncasecmp(path, pattern, pl) == 0;
+	}
+	return l == pl && strncasecmp(path, pattern, pl) == 0;
 }

@@ -7,10 +7,11 @@
  * before it is compared, and refuses the spellings on which servers disagree,
  * so that neither an allow rule nor a deny rule can be walked around:
  *
- *   - the query and fragment are cut off (rules match the path alone);
- *   - percent-encoded unreserved characters (RFC 3986 2.3) are decoded, and
- *     the hex digits of the other escapes are upper-cased, so "/%61dmin" is
- *     "/admin";
+ *   - the query is cut off (rules match the path alone); a '#' is refused;
+ *   - percent-escapes of printable ASCII are decoded, as servers do before
+ *     they route ("/%61dmin" is "/admin", "%3A" is ":"), except those of
+ *     '%', '?', '#', ';' and space, which keep their escape with upper-case
+ *     hex digits;
  *   - runs of '/' collapse to one, as most servers and frameworks do;
  *   - dot segments ("." and "..", also "%2e%2e" and "..;param"), encoded '/'
  *     and '\', backslashes, control and non-ASCII bytes are refused outright:
@@ -41,5 +42,22 @@ int sl_path_normalize(const char *in, size_t len, char *ret_path, size_t retsz,
 int sl_path_pattern_parse(const char *in, size_t len, char *ret_path, size_t retsz,
 			  bool *ret_prefix, const char **ret_why);
 
-/* Does the normal-form path match the pattern? */
+/*
+ * Remove ";params" from every segment of a normal-form path, as Servlet
+ * containers (Tomcat, Jetty, Spring) do before they route: "/admin;x=1/u" is
+ * "/admin/u" to them. Returns the length written into ret_path.
+ */
+size_t sl_path_strip_params(const char *path, char *ret_path, size_t retsz);
+
+/* Does the normal-form path match an allow rule's pattern? Exact and
+ * case-sensitive: an allow rule only ever allows less by being strict. */
 bool sl_path_match(const char *pattern, bool prefix, const char *path);
+
+/*
+ * Does the normal-form path match a deny rule's pattern? Generous, because a
+ * deny rule must cover every spelling some server routes to the same place:
+ * ASCII case is ignored (Express, ASP.NET and IIS route without it), one
+ * trailing '/' is ignored ("/export/" is "/export" to Express and older
+ * Spring), and "/admin/" + '*' also covers "/admin".
+ */
+bool sl_path_match_deny(const char *pattern, bool prefix, const char *path);

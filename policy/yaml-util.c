@@ -290,6 +290,18 @@ void sl_yaml_parser_error(struct sl_yaml *l, const yaml_parser_t *parser)
 
 /* Refuse aliases, several documents, deep nesting and too many nodes before
  * building any tree. */
+/* Explicit tags ("!!binary", "!!str 80", "!custom") make a value mean
+ * something other than its text to other YAML readers; a policy never
+ * needs one. The non-specific tag "!" only says "a string". */
+static bool tag_ok(struct sl_yaml *l, const yaml_event_t *ev, const yaml_char_t *tag)
+{
+	if (!tag || !strcmp((const char *)tag, "!"))
+		return true;
+	sl_yaml_error_at_mark(l, ev->start_mark.line, ev->start_mark.column,
+			      "YAML tags are not allowed in a policy");
+	return false;
+}
+
 bool sl_yaml_scan_events(struct sl_yaml *l, const char *buf, size_t len)
 {
 	yaml_parser_t parser;
@@ -328,6 +340,13 @@ bool sl_yaml_scan_events(struct sl_yaml *l, const char *buf, size_t len)
 			break;
 		case YAML_SEQUENCE_START_EVENT:
 		case YAML_MAPPING_START_EVENT:
+			if (!tag_ok(l, &ev, ev.type == YAML_SEQUENCE_START_EVENT
+						    ? ev.data.sequence_start.tag
+						    : ev.data.mapping_start.tag)) {
+				ok = false;
+				done = true;
+				break;
+			}
 			if (++depth > MAX_DEPTH) {
 				sl_yaml_error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
 					      "nested too deeply");
@@ -336,6 +355,21 @@ bool sl_yaml_scan_events(struct sl_yaml *l, const char *buf, size_t len)
 			}
 			_fallthrough_;
 		case YAML_SCALAR_EVENT:
+			if (ev.type == YAML_SCALAR_EVENT) {
+				if (!tag_ok(l, &ev, ev.data.scalar.tag)) {
+					ok = false;
+					done = true;
+					break;
+				}
+				/* "\0" in a double-quoted string is a NUL byte;
+				 * C string compares would stop there and read
+				 * "allow\0junk" as "allow". */
+				if (memchr(ev.data.scalar.value, '\0', ev.data.scalar.length)) {
+					sl_yaml_error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
+							      "a NUL byte in a string is not allowed");
+					ok = false;
+				}
+			}
 			if (++nodes > MAX_NODES) {
 				sl_yaml_error_at_mark(l, ev.start_mark.line, ev.start_mark.column,
 					      "too many YAML nodes");

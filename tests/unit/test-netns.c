@@ -116,7 +116,7 @@ static void test_parse_percent(void **state)
 	assert_int_equal(sl_netns_parse_percent("999999", &v), -ERANGE);
 }
 
-#define ARGS(...) ((char *[]){ __VA_ARGS__, NULL })
+#define ARGS(...) ((char *[]){__VA_ARGS__, NULL})
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
 
 static void test_run_args(void **state)
@@ -161,7 +161,7 @@ static void test_run_args(void **state)
 
 static void expect_refused(char **v, const char *msg_part)
 {
-	struct sl_netns_run_args a = { .policy = "untouched" };
+	struct sl_netns_run_args a = {.policy = "untouched"};
 	char err[256] = "";
 	int argc = 0;
 
@@ -192,7 +192,7 @@ static void test_run_args_refused(void **state)
 
 static void test_user(void **state)
 {
-	struct sl_netns_user u = { .uid = 7 };
+	struct sl_netns_user u = {.uid = 7};
 	char err[256];
 
 	(void)state;
@@ -211,10 +211,10 @@ static void test_user(void **state)
 
 static void test_env(void **state)
 {
-	char *base[] = { "PATH=/usr/bin", "HTTPS_PROXY=http://evil:1", "no_proxy=*", "HOME=/root",
-			 NULL };
-	struct sl_netns_user u = { .uid = 1000, .gid = 1000, .name = "agent", .home = "/home/a" };
-	struct in_addr gw = { .s_addr = htonl(0x0ae70001) };
+	char *base[] = {"PATH=/usr/bin", "HTTPS_PROXY=http://evil:1", "no_proxy=*", "HOME=/root",
+			NULL};
+	struct sl_netns_user u = {.uid = 1000, .gid = 1000, .name = "agent", .home = "/home/a"};
+	struct in_addr gw = {.s_addr = htonl(0x0ae70001)};
 	char **env = NULL;
 	size_t n = 0, proxies = 0;
 
@@ -239,10 +239,10 @@ static void test_env(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pool_parse),    cmocka_unit_test(test_pool_slots),
-		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_parse_percent),
-		cmocka_unit_test(test_run_args),      cmocka_unit_test(test_run_args_refused),
-		cmocka_unit_test(test_user),          cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_pool_parse), cmocka_unit_test(test_pool_slots),
+	    cmocka_unit_test(test_parse_size), cmocka_unit_test(test_parse_percent),
+	    cmocka_unit_test(test_run_args),   cmocka_unit_test(test_run_args_refused),
+	    cmocka_unit_test(test_user),       cmocka_unit_test(test_env),
 	};
 
 	return cmocka_run_group_tests_name("netns", tests, NULL, NULL);

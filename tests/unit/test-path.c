@@ -43,7 +43,8 @@ static void test_plain(void **state)
 	path_ok("/v1/messages", "/v1/messages");
 	path_ok("/v1/messages/", "/v1/messages/");
 	path_ok("/v1/messages?beta=true", "/v1/messages");
-	path_ok("/v1/messages#frag", "/v1/messages");
+	path_bad("/v1/messages#frag", "'#'");
+	path_bad("/public/#/../secret", "'#'");
 	path_ok("/a/b;c=d", "/a/b;c=d");
 	path_ok("/.well-known/x", "/.well-known/x");
 	path_ok("/a/...", "/a/...");
@@ -55,7 +56,16 @@ static void test_encoding(void **state)
 	path_ok("/%61dmin", "/admin");
 	path_ok("/%7e/x", "/~/x");
 	path_ok("/a%20b", "/a%20b");
-	path_ok("/a%2bb", "/a%2Bb");
+	/* Escapes of printable ASCII are decoded, as servers decode them
+	 * before routing; those that would change structure here stay. */
+	path_ok("/a%2bb", "/a+b");
+	path_ok("/v1/foo%3adelete", "/v1/foo:delete");
+	path_ok("/me%40x.com", "/me@x.com");
+	path_ok("/a%3fb", "/a%3Fb");
+	path_ok("/a%23b", "/a%23b");
+	path_ok("/a%3bb", "/a%3Bb");
+	path_ok("/a%25b", "/a%25b");
+	path_ok("/a%252e%252e/b", "/a%252e%252e/b");
 	path_ok("/%e2%82%ac", "/%E2%82%AC");
 	path_bad("/a%2fb", "encoded '/'");
 	path_bad("/a%2Fb", "encoded '/'");
@@ -146,6 +156,42 @@ static void test_patterns(void **state)
 	assert_int_equal(sl_path_pattern_parse("", 0, out, sizeof(out), &prefix, &why), -EINVAL);
 }
 
+static void strip_ok(const char *in, const char *want)
+{
+	char out[SL_PATH_BUF];
+	size_t n = sl_path_strip_params(in, out, sizeof(out));
+
+	assert_string_equal(out, want);
+	assert_int_equal(n, strlen(want));
+}
+
+static void test_strip_params(void **state)
+{
+	strip_ok("/admin", "/admin");
+	strip_ok("/admin;", "/admin");
+	strip_ok("/admin;x=1", "/admin");
+	strip_ok("/admin;jsessionid=1/users", "/admin/users");
+	strip_ok("/a;x/;y/b", "/a/b");
+	strip_ok("/a%3Bb", "/a%3Bb");
+	strip_ok("/", "/");
+}
+
+static void test_deny_match(void **state)
+{
+	/* Deny patterns are generous: case, one trailing slash, and a
+	 * prefix's own directory. */
+	assert_true(sl_path_match_deny("/admin", false, "/Admin"));
+	assert_true(sl_path_match_deny("/admin", false, "/admin/"));
+	assert_true(sl_path_match_deny("/admin/", false, "/admin"));
+	assert_false(sl_path_match_deny("/admin", false, "/admin/x"));
+	assert_false(sl_path_match_deny("/admin", false, "/administrator"));
+	assert_true(sl_path_match_deny("/admin/", true, "/ADMIN/users"));
+	assert_true(sl_path_match_deny("/admin/", true, "/admin"));
+	assert_false(sl_path_match_deny("/admin/", true, "/administrator"));
+	assert_true(sl_path_match_deny("/", false, "/"));
+	assert_true(sl_path_match_deny("/", true, "/anything"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +201,8 @@ int main(void)
 		cmocka_unit_test(test_slashes_and_bytes),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_patterns),
+		cmocka_unit_test(test_strip_params),
+		cmocka_unit_test(test_deny_match),
 	};
 	return cmocka_run_group_tests_name("path", tests, NULL, NULL);
 }
