@@ -44,7 +44,7 @@ extern char **environ;
 /* Signals sluice takes and hands to the command. Terminal-generated ones
  * reach the command directly (it shares our process group), so only those
  * sent by a process are forwarded: Ctrl-C must not arrive twice. */
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 struct run {
 	struct sl_netns_run_args args;
@@ -91,7 +91,7 @@ static void run_teardown(struct run *r)
 
 static int load_policy(struct run *r)
 {
-	struct sl_diags diags = { 0 };
+	struct sl_diags diags = {0};
 	int ret;
 
 	if (!r->args.policy)
@@ -110,14 +110,14 @@ static int apply_sandbox_rules(void *userdata)
 	const struct sl_netns_sandbox *sb = ((void **)userdata)[0];
 	char *err = ((void **)userdata)[1];
 	struct sl_nft_sandbox cfg = {
-		.gateway = sl_netns_sandbox_host_addr(sb),
-		.tcp_ports = { PORT_PROXY, PORT_CAPTURE, PORT_DNS },
-		.n_tcp_ports = 3,
-		.udp_ports = { PORT_DNS },
-		.n_udp_ports = 1,
-		.nflog_group = RUN_NFLOG_GROUP,
-		.capture_port = PORT_CAPTURE,
-		.dns_port = PORT_DNS,
+	    .gateway = sl_netns_sandbox_host_addr(sb),
+	    .tcp_ports = {PORT_PROXY, PORT_CAPTURE, PORT_DNS},
+	    .n_tcp_ports = 3,
+	    .udp_ports = {PORT_DNS},
+	    .n_udp_ports = 1,
+	    .nflog_group = RUN_NFLOG_GROUP,
+	    .capture_port = PORT_CAPTURE,
+	    .dns_port = PORT_DNS,
 	};
 
 	return sl_nft_sandbox_apply(&cfg, err, 512);
@@ -128,15 +128,15 @@ static int install_rules(struct run *r, char *err, size_t errlen)
 {
 	const char *ifname = sl_netns_sandbox_host_ifname(r->sandbox);
 	struct sl_nft_host host = {
-		.name = ifname,
-		.ifname = ifname,
-		.addr = sl_netns_sandbox_host_addr(r->sandbox),
-		.tcp_ports = { PORT_PROXY, PORT_CAPTURE, PORT_DNS },
-		.n_tcp_ports = 3,
-		.udp_ports = { PORT_DNS },
-		.n_udp_ports = 1,
+	    .name = ifname,
+	    .ifname = ifname,
+	    .addr = sl_netns_sandbox_host_addr(r->sandbox),
+	    .tcp_ports = {PORT_PROXY, PORT_CAPTURE, PORT_DNS},
+	    .n_tcp_ports = 3,
+	    .udp_ports = {PORT_DNS},
+	    .n_udp_ports = 1,
 	};
-	void *inside[2] = { r->sandbox, err };
+	void *inside[2] = {r->sandbox, err};
 	int ret;
 
 	if (errlen < 512)
@@ -152,15 +152,16 @@ static int install_rules(struct run *r, char *err, size_t errlen)
 	return sl_netns_sandbox_run_inside(r->sandbox, apply_sandbox_rules, inside);
 }
 
+/* 0, or the status to exit with: 125 when sluice failed, 127 or 126 when
+ * CMD could not be executed (not found, or not executable), as shells do. */
 static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 {
-	struct sl_netns_sandbox_config cfg = { 0 };
+	struct sl_netns_sandbox_config cfg = {0};
+	int ret, exec_errno = 0;
 	char err[512];
-	int ret;
 
-	ret = sl_netns_pool_parse(r->args.pool ? r->args.pool : SL_NETNS_DEFAULT_POOL, &cfg.pool);
-	if (ret < 0)
-		return ret;
+	if (sl_netns_pool_parse(r->args.pool ? r->args.pool : SL_NETNS_DEFAULT_POOL, &cfg.pool) < 0)
+		return RUN_EXIT_SETUP; /* cannot happen: the arguments were checked */
 	if (r->args.limits.memory_bytes || r->args.limits.pids || r->args.limits.cpu_percent) {
 		ret = sl_netns_cgroup_new(&r->args.limits, &r->cgroup, err, sizeof(err));
 		if (ret < 0)
@@ -178,19 +179,21 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
-	ret = sl_netns_spawn(&(struct sl_netns_spawn){ .sandbox = r->sandbox,
-						       .cgroup = r->cgroup,
-						       .user = r->user,
-						       .argv = r->args.argv,
-						       .envp = r->env,
-						       .sigmask = child_mask },
-			     ret_pid, err, sizeof(err));
+	ret = sl_netns_spawn(&(struct sl_netns_spawn){.sandbox = r->sandbox,
+						      .cgroup = r->cgroup,
+						      .user = r->user,
+						      .argv = r->args.argv,
+						      .envp = r->env,
+						      .sigmask = child_mask},
+			     ret_pid, &exec_errno, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
-	return ret;
+	if (exec_errno)
+		return exec_errno == ENOENT ? 127 : 126;
+	return RUN_EXIT_SETUP;
 }
 
 /* Wait for the command, forwarding signals; its wait status. */
@@ -226,7 +229,7 @@ static int exit_status(int status)
 
 int sl_cmd_run(int argc, char **argv)
 {
-	struct run r = { 0 };
+	struct run r = {0};
 	sigset_t set, old;
 	char err[256];
 	pid_t child;
@@ -243,7 +246,9 @@ int sl_cmd_run(int argc, char **argv)
 	}
 	if (r.args.audit || r.args.resolver || r.args.upstream_ca) {
 		fprintf(stderr, "sluice run: %s is not supported yet (it needs the gateway)\n",
-			r.args.audit ? "--audit" : r.args.resolver ? "--resolver" : "--upstream-ca");
+			r.args.audit	  ? "--audit"
+			: r.args.resolver ? "--resolver"
+					  : "--upstream-ca");
 		return SL_EXIT_USAGE;
 	}
 	if (load_policy(&r) < 0)
@@ -273,9 +278,9 @@ int sl_cmd_run(int argc, char **argv)
 	}
 
 	ret = setup(&r, &old, &child);
-	if (ret < 0) {
+	if (ret > 0) {
 		run_teardown(&r);
-		return RUN_EXIT_SETUP;
+		return ret;
 	}
 	ret = exit_status(supervise(child, &set));
 	run_teardown(&r);

@@ -150,11 +150,11 @@ enum opt {
 };
 
 static const char *const opt_names[_OPT_MAX] = {
-	[OPT_POLICY] = "--policy",     [OPT_USER] = "--user",
-	[OPT_AUDIT] = "--audit",       [OPT_MEMORY] = "--memory",
-	[OPT_PIDS] = "--pids",         [OPT_CPU] = "--cpu",
-	[OPT_RESOLVER] = "--resolver", [OPT_UPSTREAM_CA] = "--upstream-ca",
-	[OPT_POOL] = "--pool",
+    [OPT_POLICY] = "--policy",	   [OPT_USER] = "--user",
+    [OPT_AUDIT] = "--audit",	   [OPT_MEMORY] = "--memory",
+    [OPT_PIDS] = "--pids",	   [OPT_CPU] = "--cpu",
+    [OPT_RESOLVER] = "--resolver", [OPT_UPSTREAM_CA] = "--upstream-ca",
+    [OPT_POOL] = "--pool",
 };
 
 static int find_opt(const char *arg, const char **ret_value)
@@ -176,8 +176,7 @@ static int find_opt(const char *arg, const char **ret_value)
 	return -1;
 }
 
-static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char *err,
-		   size_t errlen)
+static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char *err, size_t errlen)
 {
 	const char **slot = NULL;
 	uint64_t n;
@@ -199,9 +198,10 @@ static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char 
 		slot = &a->upstream_ca;
 		break;
 	case OPT_POOL:
-		if (sl_netns_pool_parse(v, &(struct sl_netns_pool){ 0 }) < 0)
+		if (sl_netns_pool_parse(v, &(struct sl_netns_pool){0}) < 0)
 			return sl_err(err, errlen, -EINVAL,
-				      "--pool '%s': expected an IPv4 network A.B.C.D/P, P in 8..30", v);
+				      "--pool '%s': expected an IPv4 network A.B.C.D/P, P in 8..30",
+				      v);
 		slot = &a->pool;
 		break;
 	case OPT_MEMORY:
@@ -239,7 +239,7 @@ static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char 
 int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret, char *err,
 			    size_t errlen)
 {
-	struct sl_netns_run_args a = { 0 };
+	struct sl_netns_run_args a = {0};
 	int i, r;
 
 	for (i = 1; i < argc; i++) {
@@ -251,7 +251,7 @@ int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret
 			break;
 		}
 		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-			*ret = (struct sl_netns_run_args){ .help = true };
+			*ret = (struct sl_netns_run_args){.help = true};
 			return 0;
 		}
 		if (arg[0] != '-')
@@ -271,7 +271,8 @@ int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret
 			return r;
 	}
 	if (i >= argc)
-		return sl_err(err, errlen, -EINVAL, "no command given (sluice run [OPTION...] -- CMD [ARG...])");
+		return sl_err(err, errlen, -EINVAL,
+			      "no command given (sluice run [OPTION...] -- CMD [ARG...])");
 	a.argv = argv + i;
 	*ret = a;
 	return 0;

@@ -41,7 +41,7 @@ struct sl_netns_cgroup {
 };
 
 enum ctl { CTL_MEMORY, CTL_PIDS, CTL_CPU, _CTL_MAX };
-static const char *const ctl_names[_CTL_MAX] = { "memory", "pids", "cpu" };
+static const char *const ctl_names[_CTL_MAX] = {"memory", "pids", "cpu"};
 
 /* Does the comma-separated list contain `name`? */
 static bool list_has(const char *list, size_t len, const char *name)
@@ -135,7 +135,8 @@ static bool v2_has(const char *dir, const char *name)
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
-	for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+	for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t;
+	     t = strtok_r(NULL, " \n", &save))
 		if (!strcmp(t, name))
 			return true;
 	return false;
@@ -154,13 +155,15 @@ static int locate(enum ctl c, char *dir, size_t size, bool *ret_v2, char *err, s
 		*ret_v2 = true;
 	} else {
 		return sl_err(err, errlen, -EOPNOTSUPP,
-			      "cgroup: no hierarchy with the %s controller is mounted", ctl_names[c]);
+			      "cgroup: no hierarchy with the %s controller is mounted",
+			      ctl_names[c]);
 	}
 	if (snprintf(dir, size, "%s%s", mnt, strcmp(path, "/") ? path : "") >= (int)size)
 		return sl_err(err, errlen, -ENAMETOOLONG, "cgroup: path too long");
 	if (*ret_v2 && !v2_has(dir, ctl_names[c]))
 		return sl_err(err, errlen, -EOPNOTSUPP,
-			      "cgroup: the %s controller is not available in %s", ctl_names[c], dir);
+			      "cgroup: the %s controller is not available in %s", ctl_names[c],
+			      dir);
 	return 0;
 }
 
@@ -199,7 +202,8 @@ static int write_knob(const struct group *g, const char *knob, const char *v, bo
 	if (r == -ENOENT && may_be_missing)
 		return 0;
 	if (r < 0)
-		return sl_err(err, errlen, r, "cgroup: writing %s to %s: %s", v, path, strerror(-r));
+		return sl_err(err, errlen, r, "cgroup: writing %s to %s: %s", v, path,
+			      strerror(-r));
 	return 0;
 }
 
@@ -277,7 +281,8 @@ static int set_limit(struct sl_netns_cgroup *cg, enum ctl c, const struct sl_net
 			return r < 0 ? r : write_knob(g, "memory.swap.max", "0", true, err, errlen);
 		}
 		r = write_knob(g, "memory.limit_in_bytes", v, false, err, errlen);
-		return r < 0 ? r : write_knob(g, "memory.memsw.limit_in_bytes", v, true, err, errlen);
+		return r < 0 ? r
+			     : write_knob(g, "memory.memsw.limit_in_bytes", v, true, err, errlen);
 	case CTL_PIDS:
 		snprintf(v, sizeof(v), "%" PRIu64, l->pids);
 		return write_knob(g, "pids.max", v, false, err, errlen);
@@ -359,7 +364,7 @@ static int kill_members(const struct group *g)
 
 void sl_netns_cgroup_free(struct sl_netns_cgroup *cg)
 {
-	const struct timespec tick = { .tv_nsec = 10 * 1000 * 1000 };
+	const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
 
 	if (!cg)
 		return;

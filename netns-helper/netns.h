@@ -37,7 +37,7 @@
 #define SL_NETNS_DEFAULT_POOL "10.231.0.0/16"
 
 struct sl_netns_pool {
-	uint32_t base;   /* host byte order, aligned to the prefix */
+	uint32_t base;	 /* host byte order, aligned to the prefix */
 	unsigned prefix; /* 8..30 */
 };
 
@@ -61,17 +61,17 @@ int sl_netns_parse_percent(const char *s, unsigned *ret);
 
 struct sl_netns_limits {
 	uint64_t memory_bytes; /* 0: no limit */
-	uint64_t pids;         /* 0: no limit */
+	uint64_t pids;	       /* 0: no limit */
 	unsigned cpu_percent;  /* 0: no limit */
 };
 
 struct sl_netns_run_args {
-	const char *policy;      /* NULL: deny every egress */
-	const char *user;        /* NULL: the default user */
-	const char *audit;       /* options accepted by the grammar that the */
-	const char *resolver;    /* caller must refuse until the gateway     */
+	const char *policy;	 /* NULL: deny every egress */
+	const char *user;	 /* NULL: the default user */
+	const char *audit;	 /* options accepted by the grammar that the */
+	const char *resolver;	 /* caller must refuse until the gateway     */
 	const char *upstream_ca; /* exists                                   */
-	const char *pool;        /* NULL: SL_NETNS_DEFAULT_POOL */
+	const char *pool;	 /* NULL: SL_NETNS_DEFAULT_POOL */
 	struct sl_netns_limits limits;
 	char **argv; /* the command, NULL-terminated, at least one word */
 	bool help;   /* --help: nothing else is meaningful */
@@ -104,8 +104,8 @@ struct sl_netns_cgroup;
 /* Create "sluice-<pid>" beneath the cgroups sluice itself runs in, one per
  * controller a limit needs, and write the limits. Stale sluice-<pid> groups
  * of dead sluices there are removed first. */
-int sl_netns_cgroup_new(const struct sl_netns_limits *limits,
-			struct sl_netns_cgroup **ret, char *err, size_t errlen);
+int sl_netns_cgroup_new(const struct sl_netns_limits *limits, struct sl_netns_cgroup **ret,
+			char *err, size_t errlen);
 /* Kill whatever is still inside, remove the groups. Accepts NULL. */
 void sl_netns_cgroup_free(struct sl_netns_cgroup *cg);
 
@@ -127,8 +127,8 @@ struct sl_netns_sandbox_config {
  * and IPv4 forwarding from the host end. On failure everything done so far
  * is undone.
  */
-int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg,
-			 struct sl_netns_sandbox **ret, char *err, size_t errlen);
+int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg, struct sl_netns_sandbox **ret,
+			 char *err, size_t errlen);
 /* Delete the veth (and so both ends), close the namespace, release the slot.
  * Accepts NULL. */
 void sl_netns_sandbox_free(struct sl_netns_sandbox *sb);
@@ -167,9 +167,13 @@ struct sl_netns_spawn {
  * death signal, closes every fd but 0-2 and executes argv. Returns once the
  * command runs (or setup failed: then the child is reaped and err says which
  * step failed and why). stdin, stdout, stderr and the process group (and so
- * the controlling terminal) are shared with the caller.
+ * the controlling terminal) are shared with the caller. When the failure was
+ * execve() itself (CMD not found, not executable), *exec_errno (if not NULL)
+ * is set to its errno, so the caller can exit 127 or 126 as shells do; it is
+ * set to 0 otherwise.
  */
-int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, char *err, size_t errlen);
+int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_errno, char *err,
+		   size_t errlen);
 
 /* The proxy variables for a gateway at host:port, added to (a copy of)
  * `base` in place of any of the same names: HTTP_PROXY, HTTPS_PROXY,

@@ -94,7 +94,8 @@ static int ext_attr_cb(const struct nlattr *a, void *data)
 {
 	struct call *c = data;
 
-	if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0)
+	if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG &&
+	    mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0)
 		snprintf(c->ext, sizeof(c->ext), "%s", mnl_attr_get_str(a));
 	return MNL_CB_OK;
 }
@@ -123,6 +124,20 @@ static int error_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_ERROR;
 }
 
+/* The end of a dump; its payload is the dump's error, if any. */
+static int done_cb(const struct nlmsghdr *nlh, void *data)
+{
+	int error = 0;
+
+	if (mnl_nlmsg_get_payload_len(nlh) >= sizeof(error))
+		memcpy(&error, mnl_nlmsg_get_payload(nlh), sizeof(error));
+	if (error < 0) {
+		errno = -error;
+		return MNL_CB_ERROR;
+	}
+	return MNL_CB_STOP;
+}
+
 static int data_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct call *c = data;
@@ -130,16 +145,19 @@ static int data_cb(const struct nlmsghdr *nlh, void *data)
 	return c->cb ? c->cb(nlh, c->data) : MNL_CB_OK;
 }
 
-int sl_nl_call(struct sl_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data,
-	       const char *what, char *err, size_t errlen)
+int sl_nl_call(struct sl_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, const char *what,
+	       char *err, size_t errlen)
 {
-	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = error_cb };
-	struct call c = { .cb = cb, .data = data };
+	/* With our own table, a type left NULL is ignored: DONE needs one. */
+	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = {[NLMSG_ERROR] = error_cb, [NLMSG_DONE] = done_cb};
+	struct call c = {.cb = cb, .data = data};
 	ssize_t n;
 	int r;
 
-	/* A dump ends with DONE; anything else is acknowledged. */
-	if (!(nlh->nlmsg_flags & NLM_F_DUMP))
+	/* A dump ends with DONE; anything else is acknowledged. NLM_F_DUMP
+	 * shares its bits with NLM_F_EXCL and NLM_F_REPLACE, so only a GET
+	 * (rtnetlink types RTM_GET* = 4n + 2) can be a dump. */
+	if ((nlh->nlmsg_type & 3) != 2 || (nlh->nlmsg_flags & NLM_F_DUMP) != NLM_F_DUMP)
 		nlh->nlmsg_flags |= NLM_F_ACK;
 	nlh->nlmsg_seq = ++nl->seq;
 	if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
@@ -245,13 +263,13 @@ int sl_nl_link_up(struct sl_nl *nl, int ifindex, const char *what, char *err, si
 	return sl_nl_call(nl, nlh, NULL, NULL, what, err, errlen);
 }
 
-int sl_nl_addr_add(struct sl_nl *nl, int ifindex, struct in_addr addr, unsigned prefix,
-		   char *err, size_t errlen)
+int sl_nl_addr_add(struct sl_nl *nl, int ifindex, struct in_addr addr, unsigned prefix, char *err,
+		   size_t errlen)
 {
 	struct nlmsghdr *nlh = sl_nl_msg(nl, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	uint32_t mask = prefix ? htonl(~0u << (32 - prefix)) : 0;
-	struct in_addr brd = { .s_addr = addr.s_addr | ~mask };
+	struct in_addr brd = {.s_addr = addr.s_addr | ~mask};
 	char what[96], a[INET_ADDRSTRLEN];
 
 	ifa->ifa_family = AF_INET;
@@ -319,7 +337,7 @@ int sl_nl_addr_in_use(struct sl_nl *nl, struct in_addr net, unsigned prefix, cha
 {
 	struct nlmsghdr *nlh = sl_nl_msg(nl, RTM_GETADDR, NLM_F_DUMP);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	struct in_use u = { .mask = prefix ? htonl(~0u << (32 - prefix)) : 0 };
+	struct in_use u = {.mask = prefix ? htonl(~0u << (32 - prefix)) : 0};
 	int r;
 
 	ifa->ifa_family = AF_INET;

@@ -25,8 +25,8 @@ struct nlmsghdr *sl_nl_msg(struct sl_nl *nl, uint16_t type, uint16_t flags);
 
 /* Send the request built with sl_nl_msg() and read replies until its ACK
  * (or, for a dump, its DONE). `cb` sees every data message; may be NULL. */
-int sl_nl_call(struct sl_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data,
-	       const char *what, char *err, size_t errlen);
+int sl_nl_call(struct sl_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, const char *what,
+	       char *err, size_t errlen);
 
 /* ---- Requests built on sl_nl_call(). ---- */
 
@@ -38,8 +38,8 @@ int sl_nl_veth_add(struct sl_nl *nl, const char *name, const char *peer, int pee
 		   char *err, size_t errlen);
 int sl_nl_link_del(struct sl_nl *nl, const char *name, char *err, size_t errlen);
 int sl_nl_link_up(struct sl_nl *nl, int ifindex, const char *what, char *err, size_t errlen);
-int sl_nl_addr_add(struct sl_nl *nl, int ifindex, struct in_addr addr, unsigned prefix,
-		   char *err, size_t errlen);
+int sl_nl_addr_add(struct sl_nl *nl, int ifindex, struct in_addr addr, unsigned prefix, char *err,
+		   size_t errlen);
 int sl_nl_route_default(struct sl_nl *nl, int ifindex, struct in_addr gateway, char *err,
 			size_t errlen);
 /* Is any IPv4 address of this namespace inside net/prefix? 1 yes, 0 no. */

@@ -35,8 +35,8 @@
 
 struct sl_netns_sandbox {
 	int host_ns_fd; /* the caller's network namespace, to return to */
-	int ns_fd;      /* the sandbox's */
-	int lock_fd;    /* flock on the slot, held for our whole life */
+	int ns_fd;	/* the sandbox's */
+	int lock_fd;	/* flock on the slot, held for our whole life */
 	uint32_t slot;
 	struct in_addr host, peer;
 	char ifname[IFNAMSIZ];
@@ -130,8 +130,8 @@ static int mkdir_p(const char *path)
 
 /* Try to take slot i: its lock, then make sure no address of its /30 is in
  * use here. 1 taken, 0 busy, < 0 error. */
-static int try_slot(struct sl_netns_sandbox *sb, const struct sl_netns_pool *pool,
-		    const char *dir, uint32_t i, char *err, size_t errlen)
+static int try_slot(struct sl_netns_sandbox *sb, const struct sl_netns_pool *pool, const char *dir,
+		    uint32_t i, char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
 	struct in_addr host, peer, net;
@@ -281,8 +281,8 @@ static int setup_sandbox_end(struct sl_netns_sandbox *sb, char *err, size_t errl
 	return sl_nl_route_default(sb->nl_sb, idx, sb->host, err, errlen);
 }
 
-int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg,
-			 struct sl_netns_sandbox **ret, char *err, size_t errlen)
+int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg, struct sl_netns_sandbox **ret,
+			 char *err, size_t errlen)
 {
 	_cleanup_(sl_netns_sandbox_freep) struct sl_netns_sandbox *sb = NULL;
 	int r;

@@ -33,6 +33,7 @@
 
 struct child_error {
 	int error; /* positive errno */
+	int exec;  /* the failed step was execve() */
 	char msg[480];
 };
 
@@ -40,20 +41,20 @@ struct child_error {
  * until EOF, so one write of the whole struct is enough. */
 _printf_(3, 4) static _Noreturn void child_fail(int fd, int error, const char *fmt, ...)
 {
-	struct child_error e = { .error = error > 0 ? error : EIO };
+	struct child_error e = {.error = error > 0 ? error : EIO, .exec = fd < 0};
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
 	va_end(ap);
-	(void)!write(fd, &e, sizeof(e));
+	(void)!write(fd < 0 ? -fd - 1 : fd, &e, sizeof(e));
 	_exit(127);
 }
 
 static int write_all(const char *path, const char *s, mode_t mode)
 {
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-				      mode);
+	_cleanup_close_ int fd =
+	    open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	size_t len = strlen(s);
 
 	if (fd < 0)
@@ -129,8 +130,8 @@ static void arm_parent_death(int efd, pid_t parent)
  * capabilities stop working). */
 static void drop_privs(int efd, const struct sl_netns_user *u, pid_t parent)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { { 0 } };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {{0}};
 	unsigned long last = last_cap();
 
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
@@ -195,12 +196,14 @@ static _Noreturn void child_main(const struct sl_netns_spawn *s, int efd, pid_t 
 	if (sigprocmask(SIG_SETMASK, s->sigmask ? s->sigmask : &empty, NULL) < 0)
 		child_fail(efd, errno, "setting the signal mask: %m");
 	execvpe(s->argv[0], s->argv, s->envp);
-	child_fail(efd, errno, "executing %s: %m", s->argv[0]);
+	/* A negative fd marks the exec step (see child_fail). */
+	child_fail(-efd - 1, errno, "executing %s: %m", s->argv[0]);
 }
 
-int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, char *err, size_t errlen)
+int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_errno, char *err,
+		   size_t errlen)
 {
-	struct child_error e = { 0 };
+	struct child_error e = {0};
 	_cleanup_close_ int rfd = -1, wfd = -1;
 	pid_t parent = getpid(), pid;
 	size_t got = 0;
@@ -227,6 +230,8 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, char *err, si
 			break;
 		got += (size_t)n;
 	}
+	if (exec_errno)
+		*exec_errno = got == sizeof(e) && e.exec ? e.error : 0;
 	if (got == 0) {
 		*ret_pid = pid; /* EOF: the exec succeeded */
 		return 0;

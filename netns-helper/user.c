@@ -20,7 +20,7 @@ static void fill_from_passwd(struct sl_netns_user *u, const struct passwd *pw)
 
 static int user_from_uid(uid_t uid, gid_t gid, bool gid_given, struct sl_netns_user *ret)
 {
-	struct sl_netns_user u = { .uid = uid, .gid = gid };
+	struct sl_netns_user u = {.uid = uid, .gid = gid};
 	struct passwd *pw;
 
 	errno = 0;
@@ -69,7 +69,7 @@ int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err
 		return sl_err(err, errlen, errno ? -errno : -ESRCH, "--user '%s': no such user",
 			      spec);
 	}
-	u = (struct sl_netns_user){ .uid = pw->pw_uid, .gid = pw->pw_gid };
+	u = (struct sl_netns_user){.uid = pw->pw_uid, .gid = pw->pw_gid};
 	fill_from_passwd(&u, pw);
 check:
 	if (u.uid == 0 || u.gid == 0)
@@ -102,10 +102,11 @@ void sl_netns_env_free(char **env)
 int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
 		       const struct sl_netns_user *user, char ***ret)
 {
-	static const char *const proxy[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-					     "https_proxy", "ALL_PROXY", "all_proxy", NULL };
-	static const char *const no_proxy[] = { "NO_PROXY", "no_proxy", NULL };
-	static const char *const ident[] = { "HOME", "USER", "LOGNAME", NULL };
+	static const char *const proxy[] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
+					    "https_proxy", "ALL_PROXY",	  "all_proxy",
+					    NULL};
+	static const char *const no_proxy[] = {"NO_PROXY", "no_proxy", NULL};
+	static const char *const ident[] = {"HOME", "USER", "LOGNAME", NULL};
 	char url[64], addr[INET_ADDRSTRLEN];
 	size_t n = 0, k = 0;
 	char **env;

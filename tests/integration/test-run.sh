@@ -1,0 +1,331 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# `sluice run` against real packets: every attempt to get out of the
+# sandbox is made for real from inside it, and each asserts that the canary
+# in the test world's "internet" saw nothing. sluice runs only inside the
+# world's host namespace (world.sh), never in the machine's own.
+#
+# Usage: test-run.sh [PATH-TO-SLUICE]   (default: $SLUICE, then build/cli/sluice)
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+if [ "$(id -u)" != 0 ]; then
+	echo "# test-run.sh needs root (network namespaces, cgroups, nftables)"
+	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
+	exit 77
+fi
+for tool in ip nft nsenter python3 setpriv; do
+	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
+done
+[ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
+
+. "$here/world.sh"
+# The sandboxed user must be able to run python: not root's pyenv shim.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+
+passed=0
+failed=0
+ok() { echo "ok - $*"; passed=$((passed + 1)); }
+notok() { echo "not ok - $*"; failed=$((failed + 1)); }
+check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
+	local d=$1; shift
+	if "$@"; then ok "$d"; else notok "$d"; fi
+}
+
+extra_pids=()
+cleanup() {
+	local p
+	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	world_down
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+world_up || { echo "not ok - could not build the test world"; exit 1; }
+T=$WORLD_TMP
+chmod 1777 "$T" # the sandboxed user writes its pid files here
+
+cat >"$T/probe.py" <<'PY'
+# probe.py KIND ARGS: try to get out. Exit 0: it got out (bad), 1: blocked,
+# 2: the probe itself is broken. Prints what happened.
+import errno, os, socket, struct, sys, time
+
+def out(ok, what):
+    print(("REACHED " if ok else "blocked ") + what)
+    sys.exit(0 if ok else 1)
+
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else repr(e)
+
+kind, args = sys.argv[1], sys.argv[2:]
+try:
+    if kind in ("tcp", "tcp6"):
+        fam = socket.AF_INET6 if kind == "tcp6" else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(2)
+        s.connect((args[0], int(args[1])))
+        out(True, "tcp %s:%s connected" % tuple(args))
+    elif kind == "dns":  # a DNS query over UDP; reached only if answered
+        q = struct.pack(">HHHHHH", 0x5151, 0x0100, 1, 0, 0, 0) + b"\x07example\x03com\x00\x00\x01\x00\x01"
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(1.5)
+        s.connect((args[0], 53))
+        s.send(q)
+        s.recv(512)
+        out(True, "dns answer from " + args[0])
+    elif kind == "udp":  # fire and forget: the canary's counter judges
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for _ in range(3):
+            s.sendto(b"x" * 32, (args[0], int(args[1])))
+            time.sleep(0.1)
+        out(False, "udp sent to %s:%s (the canary decides)" % tuple(args))
+    elif kind == "icmp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+        s.settimeout(1.5)
+        s.sendto(struct.pack(">BBHHH", 8, 0, 0, 0, 1) + b"sluice", (args[0], 0))
+        s.recv(512)
+        out(True, "icmp echo answered by " + args[0])
+    elif kind in ("raw", "packet"):
+        if kind == "raw":
+            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        else:
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+        out(True, kind + " socket created")
+    elif kind == "listen":  # listen on ADDR PORT for a while, write ADDR to FILE
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((args[0], int(args[1]))); s.listen(4)
+        open(args[2], "w").write(args[0]); s.settimeout(float(args[3])); s.accept()
+        out(True, "someone connected to the listener")
+    else:
+        print("unknown probe " + kind); sys.exit(2)
+except (OSError, socket.timeout) as e:
+    if kind in ("raw", "packet") and getattr(e, "errno", None) != errno.EPERM:
+        out(True, "%s socket failed with %s, not EPERM" % (kind, err(e)))
+    out(False, "%s %s: %s" % (kind, " ".join(args), err(e)))
+PY
+chmod 644 "$T/probe.py"
+
+run() { world_host "$SLUICE" run "$@"; }
+probe() { run -- "$PY" "$T/probe.py" "$@"; }
+
+# Every way out must be blocked and the canary must have seen nothing.
+blocked() { # blocked DESCRIPTION PROBE-ARGS...
+	local d=$1 out rc; shift
+	out=$(probe "$@" 2>&1); rc=$?
+	local hits; hits=$(world_canary_count)
+	if [ "$rc" = 1 ] && [ "${hits:-x}" = 0 ]; then
+		ok "$d ($out)"
+	else
+		notok "$d: exit $rc, canary saw ${hits:-?} packets: $out"
+	fi
+}
+
+host_links0=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')
+cgroup_leftovers() { find /sys/fs/cgroup -maxdepth 6 -type d -name 'sluice-*' 2>/dev/null; }
+nothing_left() { # nothing_left WHEN
+	local links addrs routes tables cgs
+	links=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')
+	addrs=$(ip -n "$WORLD_HOST" -o addr | grep -c '10\.23[12]\.')
+	routes=$(ip -n "$WORLD_HOST" route | grep -c '10\.23[12]\.')
+	tables=$(ip netns exec "$WORLD_HOST" nft list tables | grep -c .)
+	cgs=$(cgroup_leftovers | grep -c .)
+	if [ "$links" = "$host_links0" ] && [ "$addrs" = 0 ] && [ "$routes" = 0 ] &&
+		[ "$tables" = 0 ] && [ "$cgs" = 0 ]; then
+		ok "nothing left behind $1"
+	else
+		notok "left behind $1: links '$links' (was '$host_links0'), $addrs addresses, $routes routes, $tables nft tables, $cgs cgroups"
+	fi
+}
+
+# ---- the command line ----
+printf 'version: 1\nallow:\n  - host: [\n' >"$T/bad.yaml"
+out=$(run --policy "$T/bad.yaml" -- true 2>&1); rc=$?
+check "an invalid --policy is refused with file:line:col (exit $rc: $out)" \
+	sh -c "[ $rc = 1 ] && echo '$out' | grep -q '^$T/bad.yaml:[0-9]*:[0-9]*: '"
+out=$(run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
+check "a valid --policy is accepted (exit $rc $out)" [ $rc = 0 ]
+for opt in "--audit -" "--resolver 203.0.113.53" "--upstream-ca /etc/hostname"; do
+	out=$(run $opt -- true 2>&1); rc=$?
+	check "$opt is refused, not ignored (exit $rc: $out)" \
+		sh -c "[ $rc = 2 ] && echo '$out' | grep -q 'not supported yet'"
+done
+nothing_left "after refused command lines"
+
+# ---- who the command is ----
+out=$(run -- sh -c 'id -u; id -g; id -G' 2>&1)
+check "runs as nobody, no supplementary groups ($(echo $out))" [ "$out" = "$(printf '65534\n65534\n65534')" ]
+out=$(run --user 12345 -- sh -c 'id -u; id -G' 2>&1)
+check "--user 12345 ($(echo $out))" [ "$out" = "$(printf '12345\n12345')" ]
+check "--user root is refused" sh -c "! world_host '$SLUICE' run --user root -- true 2>/dev/null"
+status=$(run -- cat /proc/self/status 2>&1)
+for f in CapInh CapPrm CapEff CapBnd CapAmb; do
+	v=$(echo "$status" | awk -v f="$f:" '$1 == f { print $2 }')
+	check "$f is $v" [ "$v" = 0000000000000000 ]
+done
+check "NoNewPrivs is set" sh -c "echo '$status' | grep -qx 'NoNewPrivs:[[:space:]]*1'"
+cp /usr/bin/id "$T/suid-id" && chown root:root "$T/suid-id" && chmod 4755 "$T/suid-id"
+out=$(run -- "$T/suid-id" -u 2>&1)
+check "a setuid-root binary does not gain root (euid $out)" [ "$out" = 65534 ]
+out=$(run -- sh -c 'echo "$HTTP_PROXY $https_proxy $NO_PROXY"' 2>&1)
+check "proxy variables name the gateway ($out)" sh -c "echo '$out' | grep -Eq '^http://10\.231\.[0-9.]+:3128 http://10\.231\.[0-9.]+:3128 localhost'"
+resolv0=$(sha256sum </etc/resolv.conf 2>/dev/null)
+out=$(run -- cat /etc/resolv.conf 2>&1)
+check "resolv.conf in the sandbox names the gateway" sh -c "echo '$out' | grep -Eq '^nameserver 10\.231\.'"
+check "the host's resolv.conf is untouched" [ "$(sha256sum </etc/resolv.conf 2>/dev/null)" = "$resolv0" ]
+check "IPv6 is disabled in the sandbox" [ "$(run -- cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>&1)" = 1 ]
+out=$(run -- ls /proc/self/fd 2>&1 | tr '\n' ' ')
+check "only fds 0-2 (and ls's own) are open ($out)" [ "$out" = "0 1 2 3 " ]
+
+# ---- ways out ----
+blocked "TCP to the canary :80" tcp $WORLD_CANARY 80
+blocked "TCP to the canary :443" tcp $WORLD_CANARY 443
+blocked "TCP to another internet address" tcp $WORLD_NET_ADDR 22
+blocked "DNS to a resolver other than the gateway" dns $WORLD_CANARY
+blocked "DNS to the internet's other address" dns $WORLD_NET_ADDR
+blocked "UDP to the canary" udp $WORLD_CANARY 9999
+blocked "ICMP echo to the canary" icmp $WORLD_CANARY
+blocked "IPv6 TCP to the canary" tcp6 $WORLD_CANARY6 80
+blocked "raw socket (EPERM)" raw
+blocked "packet socket (EPERM)" packet
+if command -v ping >/dev/null; then
+	out=$(run -- ping -c1 -W1 $WORLD_CANARY 2>&1)
+	rc=$?
+	check "ping fails (exit $rc) and the canary saw nothing" [ "$rc" != 0 ] && [ "$(world_canary_count)" = 0 ]
+fi
+
+# The host's own services: on the host end's address and on its others.
+world_bg "$WORLD_HOST" "$PY" -c '
+import socket, select
+ls = []
+for p in (2222, 3128):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", p)); s.listen(8); ls.append(s)
+for _ in range(200):
+    r, _, _ = select.select(ls, [], [], 30)
+    for s in r: s.accept()[0].close()'
+for i in $(seq 50); do
+	ip netns exec "$WORLD_HOST" ss -Hltn 'sport = :2222' | grep -q . && break
+	sleep 0.1
+done
+gw=$(run -- sh -c 'echo "${HTTP_PROXY#http://}"' | cut -d: -f1)
+blocked "the host end's other port (sshd-like :2222)" tcp "$gw" 2222
+blocked "the host's other address" tcp $WORLD_HOST_ADDR 2222
+blocked "the host's other address, proxy port" tcp $WORLD_HOST_ADDR 3128
+out=$(probe tcp "$gw" 3128 2>&1)
+check "the gateway port on the host end is reachable (the fence is not a blackout): $out" [ $? = 0 ]
+
+# Another sandbox, at the same time.
+rm -f "$T/a-addr"
+world_host_bg "$SLUICE" run -- sh -c "exec $PY $T/probe.py listen \$(ip -4 -o addr show eth0 | awk '{split(\$4, a, \"/\"); print a[1]}') 8080 $T/a-addr 8" >/dev/null 2>&1
+extra_pids+=($!)
+for i in $(seq 50); do [ -s "$T/a-addr" ] && break; sleep 0.1; done
+a_addr=$(cat "$T/a-addr" 2>/dev/null)
+b_addr=$(run -- sh -c 'ip -4 -o addr show eth0' | awk '{print $4}')
+check "concurrent sandboxes get different addresses ($a_addr, $b_addr)" [ -n "$a_addr" ] && [ "${b_addr%/*}" != "$a_addr" ]
+blocked "another sandbox" tcp "${a_addr:-10.231.0.2}" 8080
+kill "${extra_pids[-1]}" 2>/dev/null; wait "${extra_pids[-1]}" 2>/dev/null
+
+# ---- changing the fence from inside ----
+for cmd in "ip route del default" "ip route add 198.51.100.0/24 dev eth0" \
+	"ip link set eth0 down" "ip addr add 198.51.100.7/32 dev eth0" "nft flush ruleset" \
+	"nft add table inet x"; do
+	out=$(run -- $cmd 2>&1); rc=$?
+	check "'$cmd' fails inside (exit $rc): $(echo $out | head -c 80)" [ $rc != 0 ]
+done
+check "the canary saw nothing at all" [ "$(world_canary_count)" = 0 ]
+nothing_left "after the probes"
+
+# ---- exit status and ways of ending ----
+run -- sh -c 'exit 42'; check "exit status passes through (42)" [ $? = 42 ]
+run -- sh -c 'kill -KILL $$'; check "killed by SIGKILL: 137" [ $? = 137 ]
+out=$(run -- /nonexistent/cmd 2>&1); rc=$?
+check "a command that does not exist: exit $rc (want 127) and says why ($out)" [ $rc = 127 ]
+nothing_left "after a failed exec"
+
+sig_test() { # sig_test SIGNAL EXPECTED-STATUS COMMAND...
+	local sig=$1 want=$2 pid rc; shift 2
+	rm -f "$T/ready"
+	world_host_bg "$SLUICE" run -- "$@"
+	pid=$!
+	for i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
+	kill -"$sig" "$pid"
+	wait "$pid"; rc=$?
+	check "SIG$sig reaches the command, sluice exits $rc (want $want)" [ "$rc" = "$want" ]
+	nothing_left "after SIG$sig"
+}
+sig_test TERM 7 "$PY" -c "import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))
+open('$T/ready', 'w').close(); time.sleep(20)"
+# A background job of a script starts with SIGINT ignored, and sluice, like
+# any transparent wrapper, passes dispositions on: take the default back.
+sig_test INT 130 "$PY" -c "import signal, time
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+open('$T/ready', 'w').close(); time.sleep(20)"
+sig_test HUP 129 sh -c "touch $T/ready; exec sleep 20"
+
+# A setup that fails halfway: the only /30 of a pool is taken.
+rm -f "$T/ready"
+world_host_bg "$SLUICE" run --pool 10.232.0.0/30 -- sh -c "touch $T/ready; exec sleep 20"
+holder=$!
+extra_pids+=($holder)
+for i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
+out=$(run --pool 10.232.0.0/30 -- true 2>&1); rc=$?
+check "a second sandbox in a full pool fails (exit $rc: $out)" [ $rc = 125 ]
+kill -TERM $holder; wait $holder
+nothing_left "after a setup that failed"
+
+# ---- cgroup limits ----
+out=$(run --pids 16 -- "$PY" -c '
+import os, time
+n = 0
+for i in range(100):          # bounded: at most 100 children
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        break
+    if pid == 0:
+        time.sleep(3); os._exit(0)
+    n += 1
+print(n)' 2>&1)
+check "--pids 16 stops a fork bomb (got $out children)" [ -n "$out" ] && [ "$out" -lt 16 ] 2>/dev/null
+out=$(run --memory 48M -- "$PY" -c '
+chunks = []
+for i in range(64):           # bounded: at most 512 MiB
+    chunks.append(bytearray(8 << 20))
+print("survived")' 2>&1); rc=$?
+check "--memory 48M kills a memory hog (exit $rc)" [ $rc = 137 ]
+out=$(run --cpu 20 -- sh -c 'p=$(grep -E "^[0-9]+:cpu(,|:)" /proc/self/cgroup | cut -d: -f3); cat /sys/fs/cgroup/cpu$p/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup$(grep ^0:: /proc/self/cgroup | cut -d: -f3)/cpu.max' 2>&1)
+check "--cpu 20 sets the quota ($out)" sh -c "echo '$out' | grep -Eq '^20000( 100000)?$'"
+nothing_left "after the cgroup tests"
+
+# ---- sluice SIGKILLed: the command dies, what it left fails closed ----
+rm -f "$T/cmd.pid" "$T/gc.pid"
+world_host_bg "$SLUICE" run -- sh -c "echo \$\$ > $T/cmd.pid; sleep 30 & echo \$! > $T/gc.pid; wait"
+spid=$!
+for i in $(seq 100); do [ -s "$T/gc.pid" ] && break; sleep 0.05; done
+cmd=$(cat "$T/cmd.pid"); gc=$(cat "$T/gc.pid")
+extra_pids+=("$gc")
+kill -KILL $spid; wait $spid 2>/dev/null
+for i in $(seq 40); do kill -0 "$cmd" 2>/dev/null || break; sleep 0.05; done
+check "after sluice is SIGKILLed the command is dead" sh -c "! kill -0 $cmd 2>/dev/null"
+if kill -0 "$gc" 2>/dev/null; then
+	# Its background child lives on in the sandbox: it must reach nothing.
+	out=$(nsenter -t "$gc" -n setpriv --reuid 65534 --regid 65534 --clear-groups \
+		"$PY" "$T/probe.py" tcp $WORLD_CANARY 80 2>&1); rc=$?
+	check "what the command left behind still reaches nothing ($out)" [ $rc = 1 ] && [ "$(world_canary_count)" = 0 ]
+	kill -9 "$gc"
+fi
+run -- true
+for i in $(seq 40); do
+	[ "$(ip -n "$WORLD_HOST" -o link | grep -c 'sl[0-9a-f]\{8\}')" = 0 ] && break
+	sleep 0.05
+done
+nothing_left "after SIGKILL and the next run"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
