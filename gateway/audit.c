@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+#include "audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+/* No single string may take more than this of a line. */
+#define FIELD_MAX 1024
+
+struct sl_audit {
+	char *path; /* NULL for stdout */
+	int fd;
+};
+
+struct out {
+	char *buf;
+	size_t size, len;
+	bool full;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->full || o->len + n >= o->size) {
+		o->full = true;
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void puts_(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static void put_string(struct out *o, const char *key, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n, i, start;
+
+	puts_(o, ",\"");
+	puts_(o, key);
+	puts_(o, "\":");
+	if (!s) {
+		puts_(o, "null");
+		return;
+	}
+	n = strlen(s);
+	puts_(o, "\"");
+	start = o->len;
+	for (i = 0; i < n;) {
+		unsigned char c = p[i];
+		char esc[8];
+		size_t l;
+
+		if (o->len - start > FIELD_MAX) {
+			puts_(o, "...");
+			break;
+		}
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			put(o, esc, 2);
+			i++;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			puts_(o, esc);
+			i++;
+			continue;
+		}
+		l = utf8_len(p + i, n - i);
+		if (l == 0) {
+			puts_(o, "\\ufffd");
+			i++;
+			continue;
+		}
+		put(o, (const char *)p + i, l);
+		i += l;
+	}
+	puts_(o, "\"");
+}
+
+static void put_int(struct out *o, const char *key, int64_t v)
+{
+	char num[32];
+
+	puts_(o, ",\"");
+	puts_(o, key);
+	puts_(o, "\":");
+	if (v < 0) {
+		puts_(o, "null");
+		return;
+	}
+	snprintf(num, sizeof(num), "%lld", (long long)v);
+	puts_(o, num);
+}
+
+int sl_audit_format(const struct sl_audit_record *r, char *buf, size_t size)
+{
+	struct out o = { .buf = buf, .size = size };
+	time_t secs = (time_t)(r->ts_ms / 1000);
+	struct tm tm;
+	char ts[64];
+
+	if (size < SL_AUDIT_LINE_MAX)
+		return -ENOSPC;
+	gmtime_r(&secs, &tm);
+	snprintf(ts, sizeof(ts), "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03uZ\"", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (unsigned)(r->ts_ms % 1000));
+	puts_(&o, ts);
+	put_string(&o, "sandbox", r->sandbox);
+	put_string(&o, "event", r->event);
+	put_string(&o, "client", r->client);
+	put_string(&o, "method", r->method);
+	put_string(&o, "host", r->host);
+	put_int(&o, "port", r->port);
+	put_string(&o, "path", r->path);
+	put_int(&o, "status", r->status);
+	put_string(&o, "decision", r->decision);
+	put_string(&o, "rule", r->rule);
+	put_string(&o, "reason", r->reason);
+	put_string(&o, "tls", r->tls);
+	put_string(&o, "sni", r->sni);
+	put_string(&o, "credential", r->credential);
+	put_int(&o, "bytes_up", r->bytes_up);
+	put_int(&o, "bytes_down", r->bytes_down);
+	put_int(&o, "duration_ms", r->duration_ms);
+	puts_(&o, "}\n");
+	/* Fields are capped so that 17 of them always fit; this cannot
+	 * happen, and if it did the line would be cut, so refuse it. */
+	if (o.full)
+		return -ENOSPC;
+	buf[o.len] = '\0';
+	return (int)o.len;
+}
+
+uint64_t sl_audit_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int open_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+
+	return fd < 0 ? negative_errno() : fd;
+}
+
+int sl_audit_open(const char *path, struct sl_audit **ret)
+{
+	struct sl_audit *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	if (!strcmp(path, "-")) {
+		a->fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (a->fd < 0) {
+			int r = negative_errno();
+			free(a);
+			return r;
+		}
+	} else {
+		a->path = strdup(path);
+		if (!a->path) {
+			free(a);
+			return -ENOMEM;
+		}
+		a->fd = open_log(path);
+		if (a->fd < 0) {
+			int r = a->fd;
+			free(a->path);
+			free(a);
+			return r;
+		}
+	}
+	*ret = a;
+	return 0;
+}
+
+int sl_audit_reopen(struct sl_audit *a)
+{
+	int fd;
+
+	if (!a->path)
+		return 0;
+	fd = open_log(a->path);
+	if (fd < 0)
+		return fd; /* keep writing to the old file rather than lose lines */
+	close(a->fd);
+	a->fd = fd;
+	return 0;
+}
+
+int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
+{
+	char line[SL_AUDIT_LINE_MAX + 64];
+	int n = sl_audit_format(r, line, sizeof(line));
+	size_t done = 0;
+
+	if (n < 0)
+		return n;
+	/* One write per line: with O_APPEND the line lands whole even when
+	 * another process appends to the same file. Partial writes (a pipe
+	 * or terminal on stdout) are finished, never dropped. */
+	while (done < (size_t)n) {
+		ssize_t w = write(a->fd, line + done, (size_t)n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			/* stdout may be non-blocking when shared: wait for
+			 * room rather than drop the line. */
+			struct pollfd pfd = { .fd = a->fd, .events = POLLOUT };
+
+			(void)poll(&pfd, 1, 1000);
+			continue;
+		}
+		if (w < 0)
+			return negative_errno();
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+void sl_audit_close(struct sl_audit *a)
+{
+	if (!a)
+		return;
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a->path);
+	free(a);
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The audit log: one JSON object per line for every decision (DESIGN.md,
+ * "Audit record"). Every string field may come from an attacker (host
+ * names, paths, SNI), so each is escaped completely: quotes, backslashes,
+ * control characters, and invalid UTF-8 (replaced by U+FFFD), so one record
+ * is always exactly one line of valid JSON.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct sl_audit_record {
+	uint64_t ts_ms; /* wall clock, milliseconds since the epoch */
+	const char *sandbox;
+	const char *event; /* "http", "connect", "dns", "blocked" */
+	const char *client;
+	const char *method;
+	const char *host;
+	int port; /* < 0: unknown */
+	const char *path;
+	int status; /* < 0: none */
+	const char *decision; /* "allow" / "deny" */
+	const char *rule;
+	const char *reason;
+	const char *tls; /* "passthrough" / "inspect" / NULL */
+	const char *sni;
+	const char *credential; /* a secret's name, never its value */
+	int64_t bytes_up, bytes_down, duration_ms; /* < 0: unknown */
+};
+
+/* The longest line sl_audit_format() writes: strings longer than their
+ * share are cut and end in "..." so a record is never dropped for size. */
+#define SL_AUDIT_LINE_MAX 16384
+
+/* Format r as one line with its '\n'. Returns the length (< size), or
+ * -ENOSPC when size is below SL_AUDIT_LINE_MAX. */
+int sl_audit_format(const struct sl_audit_record *r, char *buf, size_t size);
+
+struct sl_audit;
+
+/* Open the log: a file (created 0600, appended to) or "-" for stdout. */
+int sl_audit_open(const char *path, struct sl_audit **ret);
+/* Reopen the same path (log rotation on SIGUSR1). */
+int sl_audit_reopen(struct sl_audit *a);
+/* Write one record. Blocks until the whole line is written: nothing is
+ * dropped. Returns 0 or a negative errno. */
+int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r);
+void sl_audit_close(struct sl_audit *a);
+
+/* Milliseconds since the epoch, for ts_ms. */
+uint64_t sl_audit_now_ms(void);
