@@ -154,10 +154,10 @@ except OSError as e:
 EOF
 
 touch "$tmp/host.log" "$tmp/inet.log"
-inh "$PY" "$tmp/serve.py" "$tmp/host.log" tcp,127.0.0.1,3128 tcp,127.0.0.1,3129 \
+ip netns exec "$H" "$PY" "$tmp/serve.py" "$tmp/host.log" tcp,127.0.0.1,3128 tcp,127.0.0.1,3129 \
 	tcp,::1,3128 udp,127.0.0.1,3128 &
 pids+=($!)
-ini "$PY" "$tmp/serve.py" "$tmp/inet.log" tcp,203.0.113.2,80 tcp,2001:db8::2,80 \
+ip netns exec "$I" "$PY" "$tmp/serve.py" "$tmp/inet.log" tcp,203.0.113.2,80 tcp,2001:db8::2,80 \
 	udp,203.0.113.2,53 &
 pids+=($!)
 for _ in $(seq 50); do
