@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+#include "http.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <string.h>
+#include <strings.h>
+
+#include "policy.h"
+
+struct ctx {
+	struct sl_http_request *req;
+	const char *field_start;
+	size_t field_len;
+	bool in_value;
+	bool too_many;
+};
+
+static int on_method(llhttp_t *p, const char *at, size_t len)
+{
+	struct ctx *c = p->data;
+
+	if (!c->req->method.p)
+		c->req->method.p = at;
+	c->req->method.len += len;
+	return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+	struct ctx *c = p->data;
+
+	if (!c->req->target.p)
+		c->req->target.p = at;
+	c->req->target.len += len;
+	return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+	struct ctx *c = p->data;
+	struct sl_http_request *r = c->req;
+
+	if (c->in_value || r->n_headers == 0 || !r->headers[r->n_headers - 1].name.p ||
+	    r->headers[r->n_headers - 1].value.p) {
+		if (r->n_headers == SL_HTTP_MAX_HEADERS) {
+			c->too_many = true;
+			return HPE_USER;
+		}
+		r->headers[r->n_headers].name.p = at;
+		r->headers[r->n_headers].name.len = 0;
+		r->headers[r->n_headers].value.p = NULL;
+		r->headers[r->n_headers].value.len = 0;
+		r->n_headers++;
+		c->in_value = false;
+	}
+	r->headers[r->n_headers - 1].name.len += len;
+	return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+	struct ctx *c = p->data;
+	struct sl_http_header *h = &c->req->headers[c->req->n_headers - 1];
+
+	if (!h->value.p)
+		h->value.p = at;
+	h->value.len += len;
+	c->in_value = true;
+	return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+	struct ctx *c = p->data;
+	struct sl_http_header *h = &c->req->headers[c->req->n_headers - 1];
+
+	/* An empty value gets no on_header_value call; give it a pointer. */
+	if (!h->value.p)
+		h->value.p = h->name.p + h->name.len;
+	c->in_value = true;
+	return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+	/* Stop here: the body is the caller's to stream. */
+	return HPE_PAUSED;
+}
+
+bool sl_http_span_eq(const struct sl_http_span *s, const char *lit)
+{
+	return s->len == strlen(lit) && memcmp(s->p, lit, s->len) == 0;
+}
+
+bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit)
+{
+	return s->len == strlen(lit) && strncasecmp(s->p, lit, s->len) == 0;
+}
+
+const struct sl_http_span *sl_http_header(const struct sl_http_request *r, const char *name,
+					  size_t *ret_count)
+{
+	const struct sl_http_span *found = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < r->n_headers; i++)
+		if (sl_http_span_caseeq(&r->headers[i].name, name)) {
+			if (!found)
+				found = &r->headers[i].value;
+			n++;
+		}
+	if (ret_count)
+		*ret_count = n;
+	return found;
+}
+
+static int refuse(int status, const char *why, int *ret_status, const char **ret_why)
+{
+	*ret_status = status;
+	*ret_why = why;
+	return status == 431 ? -E2BIG : -EINVAL;
+}
+
+/* Header checks llhttp leaves to us, each one a framing ambiguity some
+ * server resolves differently (RFC 9112 6.1, 6.3). */
+static bool is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static int check_framing(struct sl_http_request *r, int *ret_status, const char **ret_why)
+{
+	const struct sl_http_span *te, *cl;
+	size_t n_te, n_cl, n_host;
+	uint64_t v = 0;
+	size_t i, j;
+
+	/* RFC 9112 5.1: no whitespace between a field name and its colon
+	 * ("Host : x" is a classic smuggling vector some servers accept);
+	 * names are tokens, values hold no control characters but HTAB. */
+	for (i = 0; i < r->n_headers; i++) {
+		const struct sl_http_header *h = &r->headers[i];
+
+		if (h->name.len == 0)
+			return refuse(400, "empty header name", ret_status, ret_why);
+		for (j = 0; j < h->name.len; j++)
+			if (!is_tchar((unsigned char)h->name.p[j]))
+				return refuse(400, "invalid character in a header name", ret_status,
+					      ret_why);
+		for (j = 0; j < h->value.len; j++) {
+			unsigned char c = (unsigned char)h->value.p[j];
+
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return refuse(400, "control character in a header value", ret_status,
+					      ret_why);
+		}
+	}
+
+	(void)sl_http_header(r, "host", &n_host);
+	if (n_host > 1)
+		return refuse(400, "more than one Host header", ret_status, ret_why);
+
+	te = sl_http_header(r, "transfer-encoding", &n_te);
+	cl = sl_http_header(r, "content-length", &n_cl);
+	if (n_te && n_cl)
+		return refuse(400, "both Transfer-Encoding and Content-Length", ret_status, ret_why);
+	if (n_te > 1)
+		return refuse(400, "more than one Transfer-Encoding header", ret_status, ret_why);
+	if (n_te) {
+		if (!sl_http_span_caseeq(te, "chunked"))
+			return refuse(501, "Transfer-Encoding other than chunked", ret_status, ret_why);
+		r->chunked = true;
+	}
+	if (n_cl > 1)
+		return refuse(400, "more than one Content-Length header", ret_status, ret_why);
+	if (n_cl) {
+		if (cl->len == 0 || cl->len > 15)
+			return refuse(400, "bad Content-Length", ret_status, ret_why);
+		for (i = 0; i < cl->len; i++) {
+			if (cl->p[i] < '0' || cl->p[i] > '9')
+				return refuse(400, "bad Content-Length", ret_status, ret_why);
+			v = v * 10 + (uint64_t)(cl->p[i] - '0');
+		}
+		r->has_length = true;
+		r->content_length = v;
+	}
+	return 0;
+}
+
+int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
+			  struct sl_http_request *ret, int *ret_status, const char **ret_why)
+{
+	static llhttp_settings_t settings;
+	static bool settings_ready;
+	struct sl_http_request r;
+	struct ctx c = { .req = &r };
+	llhttp_t parser;
+	llhttp_errno_t e;
+	size_t i, scan;
+	int k;
+
+	if (!settings_ready) {
+		llhttp_settings_init(&settings);
+		settings.on_method = on_method;
+		settings.on_url = on_url;
+		settings.on_header_field = on_header_field;
+		settings.on_header_value = on_header_value;
+		settings.on_header_value_complete = on_header_value_complete;
+		settings.on_headers_complete = on_headers_complete;
+		settings_ready = true;
+	}
+
+	/* Bare LF, NUL and obs-fold are framing that servers disagree on:
+	 * refuse them in the head before llhttp (which accepts some) sees it. */
+	scan = len < max_head + 4 ? len : max_head + 4;
+	for (i = 0; i < scan; i++) {
+		if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
+			return refuse(400, "bare LF in request head", ret_status, ret_why);
+		if (buf[i] == '\0')
+			return refuse(400, "NUL in request head", ret_status, ret_why);
+		if (buf[i] == '\n' && i + 1 < len && (buf[i + 1] == ' ' || buf[i + 1] == '\t'))
+			return refuse(400, "obsolete line folding in request head", ret_status,
+				      ret_why);
+		if (i >= 3 && !memcmp(buf + i - 3, "\r\n\r\n", 4))
+			break;
+	}
+
+	memset(&r, 0, sizeof(r));
+	llhttp_init(&parser, HTTP_REQUEST, &settings);
+	parser.data = &c;
+	e = llhttp_execute(&parser, buf, len < max_head + 1 ? len : max_head + 1);
+
+	if (e == HPE_OK) {
+		if (len > max_head)
+			return refuse(431, "request head too large", ret_status, ret_why);
+		return 0;
+	}
+	if (e != HPE_PAUSED) {
+		if (c.too_many)
+			return refuse(431, "too many header fields", ret_status, ret_why);
+		return refuse(400, llhttp_get_error_reason(&parser), ret_status, ret_why);
+	}
+
+	r.head_len = (size_t)(llhttp_get_error_pos(&parser) - buf);
+	if (r.head_len > max_head)
+		return refuse(431, "request head too large", ret_status, ret_why);
+	if (llhttp_get_http_major(&parser) != 1)
+		return refuse(400, "not HTTP/1.x", ret_status, ret_why);
+	r.version_minor = llhttp_get_http_minor(&parser);
+	r.keep_alive = llhttp_should_keep_alive(&parser);
+	k = check_framing(&r, ret_status, ret_why);
+	if (k < 0)
+		return k;
+	*ret = r;
+	return (int)r.head_len;
+}
+
+int sl_http_parse_url(const struct sl_http_span *target, struct sl_http_url *ret,
+		      const char **ret_why)
+{
+	const char *p = target->p, *end = target->p + target->len, *auth, *auth_end;
+	struct sl_http_url u = { .port = 80 };
+	const char *why;
+	size_t hl;
+
+	if (target->len < 7 || strncasecmp(p, "http://", 7) != 0) {
+		*ret_why = target->len >= 8 && !strncasecmp(p, "https://", 8)
+				   ? "https:// through the proxy needs CONNECT"
+				   : "the target must be an absolute http:// URL";
+		return -EINVAL;
+	}
+	auth = p + 7;
+	for (auth_end = auth; auth_end < end && *auth_end != '/' && *auth_end != '?'; auth_end++)
+		if (*auth_end == '@' || *auth_end == '#' || *auth_end == '\\') {
+			*ret_why = "userinfo, '#' or '\\' in the URL's authority";
+			return -EINVAL;
+		}
+	if (sl_host_split(auth, (size_t)(auth_end - auth), &u.host.p, &hl, &u.port, &why) < 0) {
+		*ret_why = why;
+		return -EINVAL;
+	}
+	u.host.len = hl;
+	if (u.port == 0)
+		u.port = 80;
+	if (auth_end == end) {
+		u.path.p = "/";
+		u.path.len = 1;
+	} else if (*auth_end == '?') {
+		/* "http://h?q" means "/?q"; keep it simple and exact: refuse. */
+		*ret_why = "a query without a path";
+		return -EINVAL;
+	} else {
+		u.path.p = auth_end;
+		u.path.len = (size_t)(end - auth_end);
+	}
+	*ret = u;
+	return 0;
+}
