@@ -11,5 +11,6 @@ enum {
 };
 
 int sl_cmd_check(int argc, char **argv);
+int sl_cmd_gateway(int argc, char **argv);
 int sl_cmd_guard(int argc, char **argv);
 int sl_cmd_run(int argc, char **argv);

@@ -19,6 +19,8 @@ static void usage(FILE *f)
 	      "commands:\n"
 	      "  check FILE [--decide HOST[:PORT] [METHOD PATH]]\n"
 	      "                 validate a policy; with --decide, show how it decides a request\n"
+	      "  gateway --policy FILE --listen ADDR:PORT [--audit FILE|-] [--resolver ADDR[:PORT]]\n"
+	      "                 serve an explicit proxy that enforces the policy\n"
 	      "  guard --uid UID --gateway ADDR:PORT [--remove]\n"
 	      "                 let uid UID reach only ADDR:PORT (persistent nftables rules)\n"
 	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "check"))
 		return sl_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "gateway"))
+		return sl_cmd_gateway(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "guard"))
 		return sl_cmd_guard(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))

@@ -298,3 +298,71 @@ int sl_http_parse_url(const struct sl_http_span *target, struct sl_http_url *ret
 	*ret = u;
 	return 0;
 }
+
+/* ---- body framing ---- */
+
+_Static_assert(sizeof(((struct sl_http_body *)0)->parser) >= sizeof(llhttp_t),
+	       "sl_http_body.parser too small for llhttp_t");
+
+static int body_message_complete(llhttp_t *p)
+{
+	struct sl_http_body *b = p->data;
+
+	b->done = true;
+	return HPE_PAUSED;
+}
+
+static llhttp_settings_t body_settings;
+static bool body_settings_ready;
+
+int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len)
+{
+	llhttp_t *p = (llhttp_t *)(void *)b->parser;
+	llhttp_errno_t e;
+
+	if (!body_settings_ready) {
+		llhttp_settings_init(&body_settings);
+		body_settings.on_message_complete = body_message_complete;
+		body_settings_ready = true;
+	}
+	memset(b, 0, sizeof(*b));
+	llhttp_init(p, HTTP_REQUEST, &body_settings);
+	p->data = b;
+	e = llhttp_execute(p, head, head_len);
+	if (e == HPE_PAUSED && b->done)
+		return 0; /* no body: complete with the head */
+	if (e != HPE_OK) {
+		b->failed = true;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len)
+{
+	llhttp_t *p = (llhttp_t *)(void *)b->parser;
+	llhttp_errno_t e;
+
+	if (b->failed)
+		return -EINVAL;
+	if (b->done || len == 0)
+		return 0;
+	e = llhttp_execute(p, data, len);
+	if (e == HPE_OK)
+		return (ssize_t)len;
+	if (e == HPE_PAUSED && b->done)
+		return (ssize_t)(llhttp_get_error_pos(p) - data);
+	b->failed = true;
+	return -EINVAL;
+}
+
+bool sl_http_body_is_done(const struct sl_http_body *b)
+{
+	return b->done;
+}
+
+void sl_http_body_done(struct sl_http_body *b)
+{
+	/* llhttp allocates nothing; nothing to release. */
+	(void)b;
+}

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define SL_HTTP_MAX_HEADERS 128
 
@@ -63,3 +64,22 @@ struct sl_http_url {
  * userinfo ("user@host") is refused. Returns 0 or -EINVAL with *ret_why. */
 int sl_http_parse_url(const struct sl_http_span *target, struct sl_http_url *ret,
 		      const char **ret_why);
+
+/*
+ * Where a request's body ends. Fed the head, then the bytes that follow it,
+ * it says how many of them belong to this request (Content-Length or
+ * chunked framing, as llhttp reads it); the rest would be a next request.
+ */
+struct sl_http_body {
+	unsigned char parser[128]; /* an llhttp_t, kept opaque here */
+	void *settings;
+	bool done;
+	bool failed;
+};
+
+int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len);
+/* Returns how many of data[0..len) belong to the body (the rest must not be
+ * forwarded), or -EINVAL when the body's framing is broken. */
+ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len);
+bool sl_http_body_is_done(const struct sl_http_body *b);
+void sl_http_body_done(struct sl_http_body *b);

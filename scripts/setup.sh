@@ -15,6 +15,7 @@ build_pkgs=(
 test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3
 	iproute2 nftables util-linux bubblewrap procps
+	curl dnsmasq-base openssl ca-certificates
 )
 
 pkgs=("${build_pkgs[@]}")

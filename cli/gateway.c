@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]
+ *                [--resolver ADDR[:PORT]] [--sandbox NAME] [limits...]
+ *
+ * Runs the gateway on its own: an explicit proxy (CONNECT and absolute-form
+ * HTTP/1.1) that lets through exactly what the policy allows, resolving
+ * names itself and refusing private addresses. SIGHUP reloads the policy
+ * (a policy that fails to load leaves the running one in force), SIGUSR1
+ * reopens the audit log, SIGINT and SIGTERM stop it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "cli.h"
+#include "gateway.h"
+#include "macro.h"
+
+struct gw_cli {
+	const char *policy_path;
+	struct sl_gw *gw;
+	struct sl_audit *audit;
+	struct sl_gw_resolver *resolver;
+	uv_signal_t sig_hup, sig_usr1, sig_int, sig_term;
+};
+
+static void gateway_usage(FILE *f)
+{
+	fputs("usage: sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]\n"
+	      "                      [--resolver ADDR[:PORT]] [--sandbox NAME]\n"
+	      "                      [--connect-timeout MS] [--idle-timeout MS]\n"
+	      "                      [--header-timeout MS] [--max-header-bytes N]\n"
+	      "                      [--max-connections N]\n",
+	      f);
+}
+
+static int load_policy(const char *path, struct sl_policy **ret)
+{
+	struct sl_diags d = { 0 };
+	int r = sl_policy_load_file(path, ret, &d);
+
+	for (size_t i = 0; i < d.n; i++)
+		fprintf(stderr, "%s\n", d.msgs[i]);
+	sl_diags_clear(&d);
+	return r;
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct gw_cli *g = s->data;
+
+	if (signum == SIGHUP) {
+		struct sl_policy *p = NULL;
+
+		if (load_policy(g->policy_path, &p) < 0) {
+			fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy "
+					"stays in force\n",
+				g->policy_path);
+			return;
+		}
+		sl_gw_set_policy(g->gw, p);
+		fprintf(stderr, "sluice gateway: %s: reloaded\n", g->policy_path);
+		return;
+	}
+	if (signum == SIGUSR1) {
+		if (g->audit && sl_audit_reopen(g->audit) < 0)
+			fprintf(stderr, "sluice gateway: cannot reopen the audit log: %m\n");
+		return;
+	}
+	/* SIGINT, SIGTERM: stop accepting, close everything, let the loop
+	 * run dry. */
+	sl_gw_shutdown(g->gw);
+	sl_gw_resolver_free(g->resolver);
+	uv_close((uv_handle_t *)&g->sig_hup, NULL);
+	uv_close((uv_handle_t *)&g->sig_usr1, NULL);
+	uv_close((uv_handle_t *)&g->sig_int, NULL);
+	uv_close((uv_handle_t *)&g->sig_term, NULL);
+}
+
+static int parse_num(const char *flag, const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v == 0 || v > max || s[0] == '-' || s[0] == '+') {
+		fprintf(stderr, "sluice gateway: %s '%s': expected a number from 1 to %lu\n", flag, s,
+			max);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+int sl_cmd_gateway(int argc, char **argv)
+{
+	enum { O_RESOLVER = 256, O_UPSTREAM_CA, O_SANDBOX, O_CT, O_IT, O_HT, O_MHB, O_MC };
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "audit", required_argument, NULL, 'a' },
+		{ "resolver", required_argument, NULL, O_RESOLVER },
+		{ "upstream-ca", required_argument, NULL, O_UPSTREAM_CA },
+		{ "sandbox", required_argument, NULL, O_SANDBOX },
+		{ "connect-timeout", required_argument, NULL, O_CT },
+		{ "idle-timeout", required_argument, NULL, O_IT },
+		{ "header-timeout", required_argument, NULL, O_HT },
+		{ "max-header-bytes", required_argument, NULL, O_MHB },
+		{ "max-connections", required_argument, NULL, O_MC },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct gw_cli g = { 0 };
+	struct sl_gw_config cfg;
+	struct sl_policy *policy = NULL;
+	const char *listen = NULL, *audit_path = NULL, *resolver = NULL;
+	uv_loop_t *loop = uv_default_loop();
+	unsigned long v;
+	char err[512] = "";
+	int c, r;
+
+	sl_gw_config_defaults(&cfg);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			g.policy_path = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'a':
+			audit_path = optarg;
+			break;
+		case O_RESOLVER:
+			resolver = optarg;
+			break;
+		case O_UPSTREAM_CA:
+			fprintf(stderr, "sluice gateway: --upstream-ca is not supported yet (TLS "
+					"inspection is not built)\n");
+			return SL_EXIT_USAGE;
+		case O_SANDBOX:
+			cfg.sandbox = optarg;
+			break;
+		case O_CT:
+		case O_IT:
+		case O_HT:
+			if (parse_num(argv[optind - 2], optarg, 24UL * 3600 * 1000, &v) < 0)
+				return SL_EXIT_USAGE;
+			if (c == O_CT)
+				cfg.connect_timeout_ms = (unsigned)v;
+			else if (c == O_IT)
+				cfg.idle_timeout_ms = (unsigned)v;
+			else
+				cfg.header_timeout_ms = (unsigned)v;
+			break;
+		case O_MHB:
+			if (parse_num("--max-header-bytes", optarg, 1 << 20, &v) < 0)
+				return SL_EXIT_USAGE;
+			cfg.max_header_bytes = v;
+			break;
+		case O_MC:
+			if (parse_num("--max-connections", optarg, 1 << 20, &v) < 0)
+				return SL_EXIT_USAGE;
+			cfg.max_connections = (unsigned)v;
+			break;
+		case 'h':
+			gateway_usage(stdout);
+			return SL_EXIT_OK;
+		default:
+			fprintf(stderr, "sluice gateway: unknown or incomplete option '%s'\n",
+				argv[optind - 1]);
+			gateway_usage(stderr);
+			return SL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sluice gateway: unexpected argument '%s'\n", argv[optind]);
+		return SL_EXIT_USAGE;
+	}
+	if (!g.policy_path || !listen) {
+		fprintf(stderr, "sluice gateway: --policy and --listen are required\n");
+		gateway_usage(stderr);
+		return SL_EXIT_USAGE;
+	}
+
+	if (load_policy(g.policy_path, &policy) < 0)
+		return SL_EXIT_INVALID;
+	if (audit_path) {
+		r = sl_audit_open(audit_path, &g.audit);
+		if (r < 0) {
+			fprintf(stderr, "sluice gateway: --audit '%s': %s\n", audit_path, strerror(-r));
+			sl_policy_free(policy);
+			return SL_EXIT_FAILURE;
+		}
+	}
+	r = sl_gw_resolver_new(loop, resolver, &g.resolver, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
+		sl_policy_free(policy);
+		sl_audit_close(g.audit);
+		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
+	}
+	r = sl_gw_new(loop, &cfg, policy, g.resolver, g.audit, &g.gw);
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", strerror(-r));
+		return SL_EXIT_FAILURE;
+	}
+	r = sl_gw_listen_proxy(g.gw, listen, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
+		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
+	}
+
+	uv_signal_init(loop, &g.sig_hup);
+	uv_signal_init(loop, &g.sig_usr1);
+	uv_signal_init(loop, &g.sig_int);
+	uv_signal_init(loop, &g.sig_term);
+	g.sig_hup.data = g.sig_usr1.data = g.sig_int.data = g.sig_term.data = &g;
+	uv_signal_start(&g.sig_hup, on_signal, SIGHUP);
+	uv_signal_start(&g.sig_usr1, on_signal, SIGUSR1);
+	uv_signal_start(&g.sig_int, on_signal, SIGINT);
+	uv_signal_start(&g.sig_term, on_signal, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+
+	fprintf(stderr, "sluice gateway: proxy on %s, policy %s\n", listen, g.policy_path);
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_loop_close(loop);
+	sl_audit_close(g.audit);
+	return SL_EXIT_OK;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between gateway.c and conn.c; not part of the gateway's API. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "gateway.h"
+
+struct sl_gw_policy {
+	struct sl_policy *p;
+	unsigned refs;
+};
+
+struct conn;
+
+struct sl_gw {
+	uv_loop_t *loop;
+	struct sl_gw_config cfg;
+	struct sl_gw_policy *policy;
+	struct sl_gw_resolver *resolver;
+	struct sl_audit *audit;
+	uv_tcp_t proxy;
+	bool proxy_open;
+	bool shutting_down;
+	unsigned n_conns;
+	struct conn *conns; /* every open connection, for shutdown */
+	/* The host's own addresses: never a destination, whatever the policy
+	 * says about private ranges. */
+	struct sockaddr_storage *local;
+	size_t n_local;
+};
+
+struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp);
+void sl_gw_policy_unref(struct sl_gw_policy *gp);
+
+/* conn.c */
+void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server);
+void sl_gw_conn_close_all(struct sl_gw *gw);
+void sl_gw_maybe_free(struct sl_gw *gw);
+
+/* Is this address one of the gateway host's own? */
+bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);

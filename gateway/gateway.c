@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway-internal.h"
+#include "macro.h"
+
+void sl_gw_config_defaults(struct sl_gw_config *c)
+{
+	*c = (struct sl_gw_config){
+		.sandbox = "sluice",
+		.connect_timeout_ms = 10000,
+		.idle_timeout_ms = 300000,
+		.header_timeout_ms = 10000,
+		.max_header_bytes = 16384,
+		.max_connections = 512,
+		.max_buffered_bytes = 1 << 20,
+	};
+}
+
+struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp)
+{
+	gp->refs++;
+	return gp;
+}
+
+void sl_gw_policy_unref(struct sl_gw_policy *gp)
+{
+	if (!gp || --gp->refs > 0)
+		return;
+	sl_policy_free(gp->p);
+	free(gp);
+}
+
+static struct sl_gw_policy *policy_wrap(struct sl_policy *p)
+{
+	struct sl_gw_policy *gp = calloc(1, sizeof(*gp));
+
+	if (!gp)
+		return NULL;
+	gp->p = p;
+	gp->refs = 1;
+	return gp;
+}
+
+/* Every address of every interface of the host (in the gateway's
+ * namespace): none of them is ever a destination for the sandbox. */
+static int load_local_addresses(struct sl_gw *gw)
+{
+	struct ifaddrs *ifa, *i;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) < 0)
+		return negative_errno();
+	for (i = ifa; i; i = i->ifa_next)
+		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
+				    i->ifa_addr->sa_family == AF_INET6))
+			n++;
+	free(gw->local);
+	gw->local = calloc(n ? n : 1, sizeof(*gw->local));
+	gw->n_local = 0;
+	if (!gw->local) {
+		freeifaddrs(ifa);
+		return -ENOMEM;
+	}
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			memcpy(&gw->local[gw->n_local++], i->ifa_addr, sizeof(struct sockaddr_in));
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			memcpy(&gw->local[gw->n_local++], i->ifa_addr, sizeof(struct sockaddr_in6));
+	}
+	freeifaddrs(ifa);
+	return 0;
+}
+
+bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
+{
+	size_t i;
+
+	for (i = 0; i < gw->n_local; i++) {
+		const struct sockaddr *l = (const struct sockaddr *)&gw->local[i];
+
+		if (l->sa_family != sa->sa_family)
+			continue;
+		if (sa->sa_family == AF_INET &&
+		    !memcmp(&((const struct sockaddr_in *)l)->sin_addr,
+			    &((const struct sockaddr_in *)sa)->sin_addr, 4))
+			return true;
+		if (sa->sa_family == AF_INET6 &&
+		    !memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr,
+			    &((const struct sockaddr_in6 *)sa)->sin6_addr, 16))
+			return true;
+	}
+	return false;
+}
+
+int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy *policy,
+	      struct sl_gw_resolver *resolver, struct sl_audit *audit, struct sl_gw **ret)
+{
+	struct sl_gw *gw = calloc(1, sizeof(*gw));
+	int r;
+
+	if (!gw)
+		return -ENOMEM;
+	gw->loop = loop;
+	gw->cfg = *cfg;
+	gw->resolver = resolver;
+	gw->audit = audit;
+	gw->policy = policy_wrap(policy);
+	if (!gw->policy) {
+		free(gw);
+		return -ENOMEM;
+	}
+	r = load_local_addresses(gw);
+	if (r < 0) {
+		sl_gw_policy_unref(gw->policy);
+		free(gw);
+		return r;
+	}
+	*ret = gw;
+	return 0;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct sl_gw *gw = server->data;
+
+	if (status < 0 || gw->shutting_down)
+		return;
+	sl_gw_conn_accept(gw, server);
+}
+
+int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	const char *host, *why = NULL;
+	char ip[INET6_ADDRSTRLEN + 2];
+	size_t host_len;
+	uint16_t port;
+	int r;
+
+	if (sl_host_split(addr_port, strlen(addr_port), &host, &host_len, &port, &why) < 0 ||
+	    port == 0) {
+		snprintf(err, errlen, "--listen '%s': %s", addr_port, why ? why : "needs ADDR:PORT");
+		return -EINVAL;
+	}
+	if (host[0] == '[') {
+		host++;
+		host_len -= 2;
+	}
+	if (host_len >= sizeof(ip)) {
+		snprintf(err, errlen, "--listen '%s': not an address", addr_port);
+		return -EINVAL;
+	}
+	memcpy(ip, host, host_len);
+	ip[host_len] = '\0';
+	if (uv_ip4_addr(ip, port, (struct sockaddr_in *)&ss) < 0 &&
+	    uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&ss) < 0) {
+		snprintf(err, errlen, "--listen '%s': '%s' is not an IP address", addr_port, ip);
+		return -EINVAL;
+	}
+	uv_tcp_init(gw->loop, &gw->proxy);
+	gw->proxy.data = gw;
+	gw->proxy_open = true;
+	r = uv_tcp_bind(&gw->proxy, (const struct sockaddr *)&ss, 0);
+	if (r == 0)
+		r = uv_listen((uv_stream_t *)&gw->proxy, 256, on_connection);
+	if (r < 0) {
+		snprintf(err, errlen, "--listen '%s': %s", addr_port, uv_strerror(r));
+		return r;
+	}
+	return 0;
+}
+
+void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p)
+{
+	struct sl_gw_policy *gp = policy_wrap(p);
+
+	if (!gp) {
+		sl_policy_free(p);
+		return;
+	}
+	sl_gw_policy_unref(gw->policy);
+	gw->policy = gp;
+	/* Interfaces may have changed as well. */
+	(void)load_local_addresses(gw);
+}
+
+static void proxy_closed(uv_handle_t *h)
+{
+	struct sl_gw *gw = h->data;
+
+	gw->proxy_open = false;
+	sl_gw_maybe_free(gw);
+}
+
+void sl_gw_maybe_free(struct sl_gw *gw)
+{
+	if (!gw->shutting_down || gw->proxy_open || gw->conns)
+		return;
+	sl_gw_policy_unref(gw->policy);
+	free(gw->local);
+	free(gw);
+}
+
+void sl_gw_shutdown(struct sl_gw *gw)
+{
+	gw->shutting_down = true;
+	sl_gw_conn_close_all(gw);
+	if (gw->proxy_open && !uv_is_closing((uv_handle_t *)&gw->proxy))
+		uv_close((uv_handle_t *)&gw->proxy, proxy_closed);
+	else
+		sl_gw_maybe_free(gw);
+}

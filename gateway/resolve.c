@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+#include "resolve.h"
+
+#include <ares.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+#define CACHE_SIZE 256
+#define TTL_MAX 300 /* seconds: re-resolve at least every five minutes */
+
+struct poller {
+	uv_poll_t poll;
+	ares_socket_t fd;
+	struct sl_gw_resolver *r;
+	struct poller *next;
+};
+
+struct cache_entry {
+	char name[256];
+	uint64_t expires_ms;
+	struct sl_gw_addrs addrs;
+};
+
+struct sl_gw_resolve_req {
+	struct sl_gw_resolver *r;
+	sl_gw_resolve_cb cb;
+	void *data;
+	char name[256];
+	bool cancelled;
+	bool in_call;   /* inside ares_getaddrinfo(): results must wait */
+	int status;     /* for a deferred delivery */
+	uv_idle_t idle; /* delivers cache hits on the next loop turn */
+	struct sl_gw_addrs addrs;
+};
+
+struct sl_gw_resolver {
+	uv_loop_t *loop;
+	ares_channel channel;
+	bool channel_ok;
+	uv_timer_t timer;
+	struct poller *pollers;
+	struct cache_entry cache[CACHE_SIZE];
+};
+
+static struct poller *poller_find(struct sl_gw_resolver *r, ares_socket_t fd)
+{
+	struct poller *p;
+
+	for (p = r->pollers; p; p = p->next)
+		if (p->fd == fd)
+			return p;
+	return NULL;
+}
+
+static void poller_closed(uv_handle_t *h)
+{
+	free(container_of(h, struct poller, poll));
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct poller *p = container_of(h, struct poller, poll);
+	ares_socket_t rfd = ARES_SOCKET_BAD, wfd = ARES_SOCKET_BAD;
+
+	/* On an error, let c-ares read (and fail) so it drops the socket. */
+	if (status < 0 || (events & UV_READABLE))
+		rfd = p->fd;
+	if (events & UV_WRITABLE)
+		wfd = p->fd;
+	ares_process_fd(p->r->channel, rfd, wfd);
+}
+
+/* c-ares says which of its sockets to watch, and for what. */
+static void sock_state_cb(void *data, ares_socket_t fd, int readable, int writable)
+{
+	struct sl_gw_resolver *r = data;
+	struct poller *p = poller_find(r, fd), **pp;
+	int events = (readable ? UV_READABLE : 0) | (writable ? UV_WRITABLE : 0);
+
+	if (!events) {
+		if (!p)
+			return;
+		for (pp = &r->pollers; *pp; pp = &(*pp)->next)
+			if (*pp == p) {
+				*pp = p->next;
+				break;
+			}
+		uv_poll_stop(&p->poll);
+		uv_close((uv_handle_t *)&p->poll, poller_closed);
+		return;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return; /* the query times out; nothing else to do */
+		p->fd = fd;
+		p->r = r;
+		if (uv_poll_init_socket(r->loop, &p->poll, fd) < 0) {
+			free(p);
+			return;
+		}
+		p->next = r->pollers;
+		r->pollers = p;
+	}
+	uv_poll_start(&p->poll, events, poll_cb);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+	struct sl_gw_resolver *r = container_of(t, struct sl_gw_resolver, timer);
+
+	/* Let c-ares retry and time out its queries. */
+	ares_process_fd(r->channel, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+}
+
+int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolver **ret,
+		       char *err, size_t errlen)
+{
+	struct ares_options opts = { 0 };
+	struct sl_gw_resolver *r;
+	int k;
+
+	k = ares_library_init(ARES_LIB_INIT_ALL);
+	if (k != ARES_SUCCESS) {
+		snprintf(err, errlen, "c-ares: %s", ares_strerror(k));
+		return -EIO;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->loop = loop;
+	opts.sock_state_cb = sock_state_cb;
+	opts.sock_state_cb_data = r;
+	/* "b": DNS only. /etc/hosts on the gateway's host is not the
+	 * sandbox's business (it maps names to loopback and LAN addresses). */
+	opts.lookups = (char *)"b";
+	opts.timeout = 2000;
+	opts.tries = 2;
+	k = ares_init_options(&r->channel, &opts,
+			      ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS | ARES_OPT_TIMEOUTMS |
+				      ARES_OPT_TRIES);
+	if (k != ARES_SUCCESS) {
+		snprintf(err, errlen, "c-ares: %s", ares_strerror(k));
+		free(r);
+		return -EIO;
+	}
+	r->channel_ok = true;
+	if (servers) {
+		k = ares_set_servers_ports_csv(r->channel, servers);
+		if (k != ARES_SUCCESS) {
+			snprintf(err, errlen, "--resolver '%s': %s", servers, ares_strerror(k));
+			ares_destroy(r->channel);
+			free(r);
+			return -EINVAL;
+		}
+	}
+	uv_timer_init(loop, &r->timer);
+	uv_timer_start(&r->timer, timer_cb, 100, 100);
+	uv_unref((uv_handle_t *)&r->timer);
+	*ret = r;
+	return 0;
+}
+
+static struct cache_entry *cache_get(struct sl_gw_resolver *r, const char *name)
+{
+	uint64_t now = uv_now(r->loop);
+	size_t i;
+
+	for (i = 0; i < CACHE_SIZE; i++)
+		if (r->cache[i].expires_ms > now && !strcmp(r->cache[i].name, name))
+			return &r->cache[i];
+	return NULL;
+}
+
+static void cache_put(struct sl_gw_resolver *r, const char *name, const struct sl_gw_addrs *a)
+{
+	struct cache_entry *victim = &r->cache[0];
+	size_t i;
+
+	if (a->ttl == 0)
+		return;
+	for (i = 0; i < CACHE_SIZE; i++) {
+		if (!strcmp(r->cache[i].name, name)) {
+			victim = &r->cache[i];
+			break;
+		}
+		if (r->cache[i].expires_ms < victim->expires_ms)
+			victim = &r->cache[i];
+	}
+	snprintf(victim->name, sizeof(victim->name), "%s", name);
+	victim->addrs = *a;
+	victim->expires_ms = uv_now(r->loop) + (uint64_t)(a->ttl > TTL_MAX ? TTL_MAX : a->ttl) * 1000;
+}
+
+static void req_idle_closed(uv_handle_t *h)
+{
+	free(container_of(h, struct sl_gw_resolve_req, idle));
+}
+
+/* Deliver a result that was ready before sl_gw_resolve() returned (a
+ * cache hit, or c-ares answering synchronously) on the next loop turn, so
+ * that callers never see their callback from inside their own call. */
+static void deliver_deferred(uv_idle_t *h)
+{
+	struct sl_gw_resolve_req *q = container_of(h, struct sl_gw_resolve_req, idle);
+
+	uv_idle_stop(h);
+	if (!q->cancelled && q->status != -ECANCELED)
+		q->cb(q->data, q->status, q->status ? NULL : &q->addrs);
+	uv_close((uv_handle_t *)h, req_idle_closed);
+}
+
+static void defer(struct sl_gw_resolve_req *q)
+{
+	uv_idle_init(q->r->loop, &q->idle);
+	uv_idle_start(&q->idle, deliver_deferred);
+}
+
+static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct sl_gw_resolve_req *q = arg;
+	struct sl_gw_addrs a = { .ttl = TTL_MAX };
+	struct ares_addrinfo_node *n;
+	int err = 0;
+
+	if (status == ARES_SUCCESS && res) {
+		for (n = res->nodes; n && a.n < SL_GW_MAX_ADDRS; n = n->ai_next) {
+			if ((n->ai_family != AF_INET && n->ai_family != AF_INET6) ||
+			    n->ai_addrlen > sizeof(a.addr[0]))
+				continue;
+			memcpy(&a.addr[a.n++], n->ai_addr, n->ai_addrlen);
+			if (n->ai_ttl >= 0 && (unsigned)n->ai_ttl < a.ttl)
+				a.ttl = (unsigned)n->ai_ttl;
+		}
+		if (a.n == 0)
+			err = -ENOENT;
+	} else if (status == ARES_ENOTFOUND || status == ARES_ENODATA || status == ARES_ENONAME) {
+		err = -ENOENT;
+	} else if (status == ARES_ETIMEOUT) {
+		err = -ETIMEDOUT;
+	} else if (status == ARES_EDESTRUCTION || status == ARES_ECANCELLED) {
+		err = -ECANCELED;
+	} else {
+		err = -EIO;
+	}
+	if (res)
+		ares_freeaddrinfo(res);
+
+	if (err == 0 && !q->cancelled)
+		cache_put(q->r, q->name, &a);
+	if (q->in_call) {
+		q->status = err;
+		q->addrs = a;
+		defer(q);
+		return;
+	}
+	if (!q->cancelled && err != -ECANCELED)
+		q->cb(q->data, err, err ? NULL : &a);
+	free(q);
+}
+
+int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
+		  struct sl_gw_resolve_req **ret_req)
+{
+	struct ares_addrinfo_hints hints = { .ai_family = AF_UNSPEC };
+	struct sl_gw_resolve_req *q;
+	struct cache_entry *c;
+
+	if (strlen(name) >= sizeof(q->name))
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->r = r;
+	q->cb = cb;
+	q->data = data;
+	snprintf(q->name, sizeof(q->name), "%s", name);
+
+	c = cache_get(r, name);
+	if (c) {
+		q->addrs = c->addrs;
+		defer(q);
+	} else {
+		hints.ai_flags = ARES_AI_NOSORT;
+		q->in_call = true;
+		ares_getaddrinfo(r->channel, name, NULL, &hints, addrinfo_cb, q);
+		q->in_call = false;
+	}
+	*ret_req = q;
+	return 0;
+}
+
+void sl_gw_resolve_cancel(struct sl_gw_resolve_req *req)
+{
+	if (req)
+		req->cancelled = true;
+}
+
+static void resolver_closed(uv_handle_t *h)
+{
+	free(container_of(h, struct sl_gw_resolver, timer));
+}
+
+void sl_gw_resolver_free(struct sl_gw_resolver *r)
+{
+	if (!r)
+		return;
+	if (r->channel_ok)
+		ares_destroy(r->channel); /* pending callbacks get EDESTRUCTION */
+	/* Pollers were closed through sock_state_cb as c-ares released its
+	 * sockets; the struct itself goes when its timer is closed. */
+	uv_timer_stop(&r->timer);
+	uv_close((uv_handle_t *)&r->timer, resolver_closed);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gateway's resolver: c-ares on the libuv loop, with a small cache that
+ * honours TTLs. The gateway connects only to addresses it resolved itself,
+ * for the name it decided on: a client never names an address, so it cannot
+ * race a second lookup (DNS rebinding) to aim the connection elsewhere.
+ */
+#pragma once
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#define SL_GW_MAX_ADDRS 8
+
+struct sl_gw_addrs {
+	size_t n;
+	struct sockaddr_storage addr[SL_GW_MAX_ADDRS]; /* port 0 */
+	unsigned ttl;
+};
+
+struct sl_gw_resolver;
+struct sl_gw_resolve_req;
+
+/* status: 0, or a negative errno: -ENOENT for a name that does not exist,
+ * -ETIMEDOUT, -EIO for other failures. addrs is valid during the call. */
+typedef void (*sl_gw_resolve_cb)(void *data, int status, const struct sl_gw_addrs *addrs);
+
+/*
+ * servers: "ADDR[:PORT]" (IPv6 in brackets), or NULL for /etc/resolv.conf.
+ * Only DNS is asked: /etc/hosts is not consulted.
+ */
+int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolver **ret,
+		       char *err, size_t errlen);
+
+/* Resolve name (A and AAAA). The callback runs later, on the loop, never
+ * from inside this call. *ret_req may be passed to sl_gw_resolve_cancel()
+ * until the callback has run. */
+int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
+		  struct sl_gw_resolve_req **ret_req);
+
+/* The callback will not run. */
+void sl_gw_resolve_cancel(struct sl_gw_resolve_req *req);
+
+/* Stop and free; pending callbacks never run. */
+void sl_gw_resolver_free(struct sl_gw_resolver *r);

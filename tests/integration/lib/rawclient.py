@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: MIT
+# Raw clients for the gateway's protocol-abuse tests. Each prints one line
+# that the shell test compares. Usage: rawclient.py PROXY_HOST PROXY_PORT MODE [ARGS]
+#   send HEX_OR_TEXT   send bytes (Python escapes), print the response's
+#                      status line, or "closed" when the gateway closed
+#   slow SECONDS       send half a head, then nothing; print what came back
+#   sni HOST SNI       CONNECT HOST:443, then a TLS hello for SNI; print
+#                      "handshake-ok" or "closed"
+#   hold N SECONDS     open N connections, send nothing; print how many got
+#                      an immediate 503
+import socket, ssl, sys, time
+
+host, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+
+def connect():
+    s = socket.create_connection((host, port), timeout=10)
+    return s
+
+
+def read_response(s, limit=10):
+    s.settimeout(limit)
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return data
+
+
+if mode == "send":
+    payload = sys.argv[4].encode().decode("unicode_escape").encode("latin-1")
+    s = connect()
+    s.sendall(payload)
+    data = read_response(s)
+    print(data.split(b"\r\n")[0].decode("latin-1") if data else "closed")
+elif mode == "slow":
+    s = connect()
+    s.sendall(b"GET http://allowed.test/ HTTP/1.1\r\nHost: allo")
+    data = read_response(s, float(sys.argv[4]) + 5)
+    print(data.split(b"\r\n")[0].decode("latin-1") if data else "closed")
+elif mode == "sni":
+    target, sni = sys.argv[4], sys.argv[5]
+    s = connect()
+    s.sendall(("CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (target, target)).encode())
+    head = read_response(s)
+    if not head.startswith(b"HTTP/1.1 200"):
+        print("no-tunnel " + head.split(b"\r\n")[0].decode("latin-1"))
+        sys.exit(0)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        t.sendall(b"GET /through-tls HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni.encode())
+        print("handshake-ok " + t.recv(100).split(b"\r\n")[0].decode("latin-1"))
+    except (ssl.SSLError, ConnectionResetError, OSError):
+        print("closed")
+elif mode == "hold":
+    n, secs = int(sys.argv[4]), float(sys.argv[5])
+    socks, refused = [], 0
+    for _ in range(n):
+        socks.append(connect())
+    time.sleep(0.5)
+    for s in socks:
+        s.setblocking(False)
+        try:
+            data = s.recv(100)
+            if data.startswith(b"HTTP/1.1 503"):
+                refused += 1
+        except BlockingIOError:
+            pass
+    print(refused)
+    time.sleep(secs)

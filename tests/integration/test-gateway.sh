@@ -1,0 +1,281 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# `sluice gateway` against real clients in the test world: it runs in the
+# world's host namespace, an origin (HTTP and HTTPS) and dnsmasq live in the
+# "internet" namespace on TEST-NET addresses, and every check is a real
+# request. Denied requests must fail fast with their reason in the audit
+# log, and must not reach the origin or the canary.
+#
+# Usage: test-gateway.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+if [ "$(id -u)" != 0 ]; then
+	echo "# test-gateway.sh needs root (network namespaces)"
+	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
+	exit 77
+fi
+for tool in ip nft nsenter python3 curl dnsmasq openssl; do
+	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
+done
+
+. "$here/world.sh"
+PY=/usr/bin/python3
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $*"; }
+notok() { failed=$((failed + 1)); echo "not ok - $*"; }
+# check NAME WANT GOT
+check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
+# check_has NAME NEEDLE HAYSTACK
+check_has() {
+	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: $3"; fi
+}
+
+gw_pid=
+cleanup() {
+	[ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null
+	world_down
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+world_up || { echo "not ok - the test world did not come up"; exit 1; }
+T=$WORLD_TMP
+GW=203.0.113.1:3128
+# A private address inside our own internet namespace, to test
+# private_addresses; nothing outside the namespaces is ever addressed.
+ip -n "$WORLD_NET" addr add 10.99.0.2/32 dev lo
+ip -n "$WORLD_HOST" route add 10.99.0.2/32 via "$WORLD_NET_ADDR"
+
+cat >"$T/dnsmasq.conf" <<CONF
+no-resolv
+no-hosts
+listen-address=$WORLD_NET_ADDR
+bind-interfaces
+address=/allowed.test/$WORLD_NET_ADDR
+address=/denied.test/$WORLD_NET_ADDR
+address=/other.test/$WORLD_NET_ADDR
+address=/app.test/$WORLD_NET_ADDR
+address=/private.test/10.99.0.2
+address=/loop.test/127.0.0.1
+address=/meta.test/169.254.169.254
+address=/canary.test/$WORLD_CANARY
+log-queries
+log-facility=$T/dns.log
+CONF
+world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=allowed.test \
+	-keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
+world_bg "$WORLD_NET" "$PY" "$here/lib/origin.py" "$T/origin.log" "$T/cert.pem" "$T/key.pem" \
+	"$WORLD_NET_ADDR" 10.99.0.2
+for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
+[ -e "$T/origin.log.ready" ] || { echo "not ok - the origin did not start"; exit 1; }
+touch "$T/origin.log"
+
+policy() {
+	cat >"$T/policy.yaml"
+}
+policy <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80, 443]
+  - host: private.test
+  - host: loop.test
+  - host: meta.test
+  - host: canary.test
+  - host: other.test
+    methods: [GET]
+    paths: ["/ok/*"]
+  - host: app.test
+deny:
+  - host: app.test
+    paths: ["/secret", "/secret/*"]
+P
+
+start_gateway() {
+	world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen $GW \
+		--resolver "$WORLD_NET_ADDR:53" --audit "$T/audit.log" --sandbox test \
+		--header-timeout 1000 --max-connections 20 --max-header-bytes 4096 "$@" \
+		>>"$T/gw.log" 2>&1
+	gw_pid=$!
+	for _ in $(seq 50); do
+		world_host "$PY" -c "import socket; socket.create_connection(('203.0.113.1', 3128), 1)" \
+			2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+start_gateway || { echo "not ok - the gateway did not start: $(cat "$T/gw.log")"; exit 1; }
+ok "the gateway serves the proxy on $GW"
+
+curl_() { world_host curl -sS -m 10 -x "http://$GW" "$@" 2>&1; }
+code() { world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://$GW" "$@" 2>/dev/null; }
+# The proxy's answer to a CONNECT.
+connect_code() {
+	world_host curl -s -m 10 -p -o /dev/null -w '%{http_connect}' -x "http://$GW" "$@" 2>/dev/null
+}
+raw() { world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 "$@" 2>&1; }
+audit_last() { tail -n 1 "$T/audit.log"; }
+origin_has() { grep -c -- "$1" "$T/origin.log"; }
+
+# ---- allowed and denied, through the proxy variables ----
+check "plain HTTP to an allowed host" "origin GET /hello host=allowed.test body=0" \
+	"$(curl_ http://allowed.test/hello)"
+check_has "its audit record" '"event":"http","client":"203.0.113.1:' "$(audit_last)"
+check_has "its audit record says allow, rule and status" \
+	'"host":"allowed.test","port":80,"path":"/hello","status":200,"decision":"allow","rule":"allow[1]"' \
+	"$(audit_last)"
+check "POST with a body" "origin POST /post host=allowed.test body=11" \
+	"$(curl_ -d 'hello world' http://allowed.test/post)"
+check "a 4 MiB response streams through" "4194304" \
+	"$(world_host curl -s -m 20 -x "http://$GW" -o /dev/null -w '%{size_download}' http://allowed.test/big)"
+check "CONNECT tunnel (curl -p) to an allowed host" "origin GET /tunnel host=allowed.test body=0" \
+	"$(curl_ -p http://allowed.test/tunnel)"
+check_has "the tunnel's audit record" '"event":"connect"' "$(audit_last)"
+check "HTTPS through CONNECT with the right SNI" "origin GET /tls host=allowed.test body=0" \
+	"$(curl_ -k https://allowed.test/tls)"
+check_has "its audit record names the SNI" '"tls":"passthrough","sni":"allowed.test"' \
+	"$(audit_last)"
+before=$(wc -l <"$T/origin.log")
+check "a denied host gets 403" "403" "$(code http://denied.test/x)"
+check "the 403 names the host and why" \
+	"sluice: denied.test is not allowed by the policy (no rule names it)" \
+	"$(curl_ http://denied.test/x)"
+check_has "the denial is audited" '"host":"denied.test","port":80,"path":"/x","status":403,"decision":"deny","rule":null,"reason":"no-rule"' \
+	"$(audit_last)"
+check "a denied CONNECT gets 403" "403" "$(connect_code http://denied.test/x)"
+check "a denied port gets 403" "403" "$(code http://allowed.test:8080/x)"
+check "a deny path rule holds" "403" "$(code http://app.test/secret/x)"
+check "... in any spelling" "403" "$(code --path-as-is 'http://app.test/%73ecret/x')"
+check "... and with ;params" "403" "$(code --path-as-is 'http://app.test/secret;x=1')"
+check "... and case" "403" "$(code --path-as-is 'http://app.test/SECRET')"
+check "dot segments are refused" "403" "$(code --path-as-is 'http://app.test/a/../secret')"
+check "the rest of that host is allowed" "200" "$(code http://app.test/public)"
+check "a method rule holds" "403" "$(code -X POST http://other.test/ok/x)"
+check "a path rule holds" "403" "$(code http://other.test/no)"
+check "... and allows what it names" "200" "$(code http://other.test/ok/x)"
+check "CONNECT to a host whose rules need inspection is refused (not passed through)" \
+	"403" "$(connect_code http://other.test/ok/x)"
+check "nothing denied reached the origin" "$((before + 2))" "$(wc -l <"$T/origin.log")"
+check "no denied name was ever looked up (no DNS leak)" "0" "$(grep -c 'denied.test' "$T/dns.log")"
+
+# ---- SSRF and rebinding ----
+check "a name that resolves to a private address is refused" "403" "$(code http://private.test/)"
+check_has "... with the reason in the audit log" '"reason":"private-address"' "$(audit_last)"
+check "a name that resolves to loopback is refused" "403" "$(code http://loop.test/)"
+check "a name that resolves to the metadata address is refused" "403" "$(code http://meta.test/)"
+check_has "... and says so" "(metadata)" "$(curl_ http://meta.test/)"
+check "an IP literal is not a name rule's" "403" "$(code http://203.0.113.2/)"
+
+# ---- fronting ----
+check "CONNECT to an allowed host, then the SNI of a denied one: closed" "closed" \
+	"$(raw sni allowed.test denied.test)"
+check_has "... audited as sni-mismatch" '"reason":"sni-mismatch"' "$(audit_last)"
+check "CONNECT with a matching SNI completes the handshake" "handshake-ok HTTP/1.1 200 OK" \
+	"$(raw sni allowed.test allowed.test)"
+check "absolute URI and Host disagree: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'GET http://allowed.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n')"
+check_has "... audited as host-mismatch" '"reason":"host-mismatch"' "$(audit_last)"
+
+# ---- protocol abuse ----
+check "Content-Length with Transfer-Encoding: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'POST http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')"
+check "two Content-Lengths: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'POST http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde')"
+check "obs-fold: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nX: a\r\n b\r\n\r\n')"
+check "bare LF: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'GET http://allowed.test/ HTTP/1.1\nHost: allowed.test\n\n')"
+check "a bad chunk size: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'POST http://allowed.test/c HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n')"
+check "an oversized head: 431" "HTTP/1.1 431 Request Header Fields Too Large" \
+	"$(raw send "GET http://allowed.test/ HTTP/1.1\r\nX: $(head -c 6000 /dev/zero | tr '\0' a)\r\n\r\n")"
+check "garbage: 400" "HTTP/1.1 400 Bad Request" "$(raw send '\x16\x03\x01\x00\xff garbage\r\n\r\n')"
+check "https:// in absolute form: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n')"
+check "userinfo in the URL: 400" "HTTP/1.1 400 Bad Request" \
+	"$(raw send 'GET http://allowed.test@denied.test/ HTTP/1.1\r\n\r\n')"
+before=$(origin_has "/smuggled")
+check "a request pipelined behind another is not forwarded undecided" "HTTP/1.1 200 OK" \
+	"$(raw send 'GET http://allowed.test/first HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: denied.test\r\n\r\n')"
+sleep 0.3
+check "... the origin never saw it" "$before" "$(origin_has "/smuggled")"
+before=$(origin_has "/smuggled-body")
+check "a body's end is its Content-Length, not the packet's" "HTTP/1.1 200 OK" \
+	"$(raw send 'POST http://allowed.test/a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 3\r\n\r\nabcGET /smuggled-body HTTP/1.1\r\nHost: x\r\n\r\n')"
+sleep 0.3
+check "... the origin never saw what followed" "$before" "$(origin_has "/smuggled-body")"
+check "slowloris: the head deadline answers 408" "HTTP/1.1 408 Request Timeout" "$(raw slow 1)"
+check_has "... audited as header-timeout" '"reason":"header-timeout"' "$(audit_last)"
+check "past --max-connections, new connections get 503" "5" "$(raw hold 25 0)"
+check "the gateway is alive after all of that" "origin GET /alive host=allowed.test body=0" \
+	"$(curl_ http://allowed.test/alive)"
+
+# ---- the audit log ----
+lines=$(wc -l <"$T/audit.log")
+bad=$("$PY" - "$T/audit.log" <<'PYCHECK'
+import json, sys
+keys = ["ts", "sandbox", "event", "client", "method", "host", "port", "path", "status",
+        "decision", "rule", "reason", "tls", "sni", "credential", "bytes_up", "bytes_down",
+        "duration_ms"]
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if list(r) != keys or r["sandbox"] != "test" or r["decision"] not in ("allow", "deny"):
+        bad += 1
+print(bad)
+PYCHECK
+)
+check "all $lines audit lines are JSON with every field" "0" "$bad"
+
+# ---- reload ----
+policy <<'P'
+version: 1
+allow:
+  - host: denied.test
+P
+kill -HUP "$gw_pid"
+sleep 0.5
+check "after SIGHUP the new policy allows what it names" "200" "$(code http://denied.test/now)"
+check "... and denies what it no longer names" "403" "$(code http://allowed.test/now)"
+echo "version: 1
+allow:
+  - host: \"*\"" >"$T/policy.yaml"
+kill -HUP "$gw_pid"
+sleep 0.5
+check "a policy that fails to load is refused, the running one stays" "200" \
+	"$(code http://denied.test/still)"
+check_has "... and the gateway says why" "not reloaded" "$(cat "$T/gw.log")"
+policy <<'P'
+version: 1
+allow:
+  - host: private.test
+private_addresses: [10.99.0.0/24]
+P
+kill -HUP "$gw_pid"
+sleep 0.5
+check "a private range listed in private_addresses is reachable" \
+	"origin GET /listed host=private.test body=0" "$(curl_ http://private.test/listed)"
+
+# ---- rotation and shutdown ----
+mv "$T/audit.log" "$T/audit.log.1"
+kill -USR1 "$gw_pid"
+sleep 0.3
+code http://private.test/rotated >/dev/null
+check_has "SIGUSR1 reopens the audit log" '"path":"/rotated"' "$(cat "$T/audit.log" 2>/dev/null)"
+kill -TERM "$gw_pid"
+for _ in $(seq 50); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$gw_pid" 2>/dev/null; then notok "SIGTERM stops the gateway"; else ok "SIGTERM stops the gateway"; fi
+wait "$gw_pid"
+check "... cleanly, exit status 0 (and no leak under ASan)" "0" "$?"
+gw_pid=
+check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
