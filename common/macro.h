@@ -7,11 +7,15 @@
 #pragma once
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* The struct that holds member at ptr (libuv handles live inside ours). */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
