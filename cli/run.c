@@ -5,9 +5,11 @@
  *
  * Runs CMD in a sandbox whose packets can reach only the gateway's ports on
  * the host end of its veth, and exits with CMD's status (128+N when a
- * signal N killed it). The gateway itself comes later: until then nothing
- * listens there, so with or without --policy every egress is refused,
- * which is what the contract says for "no --policy".
+ * signal N killed it). The gateway (an explicit proxy deciding by the
+ * policy; without --policy it denies everything) runs in a thread of its
+ * own on that address, with its own libuv loop, while this thread
+ * supervises the command; transparent capture and DNS are not served yet,
+ * so connections that go around the proxy are refused.
  *
  * Order matters: the host's rules, then the sandbox's rules, and only then
  * the command, so it never runs a moment unfenced. Teardown is the reverse
@@ -16,6 +18,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gateway.h"
 #include "macro.h"
 #include "netns.h"
 #include "nft.h"
@@ -46,8 +50,20 @@ extern char **environ;
  * sent by a process are forwarded: Ctrl-C must not arrive twice. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
+/* The gateway's thread: its own loop, stopped through an async handle. */
+struct gw_thread {
+	uv_loop_t loop;
+	uv_async_t stop;
+	uv_thread_t tid;
+	bool loop_ready, running;
+	struct sl_gw *gw;
+	struct sl_gw_resolver *resolver;
+	struct sl_audit *audit;
+};
+
 struct run {
 	struct sl_netns_run_args args;
+	struct gw_thread gwt;
 	struct sl_policy *policy;
 	struct sl_netns_user user;
 	struct sl_netns_cgroup *cgroup;
@@ -70,13 +86,113 @@ static void run_usage(FILE *f)
 	      "CPU. --pool is where sandbox addresses come from (default " SL_NETNS_DEFAULT_POOL
 	      ").\n"
 	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed.\n"
-	      "Not supported yet (they need the gateway): --audit, --resolver, --upstream-ca.\n",
+	      "--audit FILE|- writes one JSON line per decision; --resolver ADDR[:PORT] is the\n"
+	      "DNS server the gateway asks (default: the host's resolv.conf).\n"
+	      "Not supported yet: --upstream-ca (it needs TLS inspection).\n",
 	      f);
+}
+
+static void gw_stop_cb(uv_async_t *a)
+{
+	struct gw_thread *t = a->data;
+
+	sl_gw_shutdown(t->gw);
+	t->gw = NULL;
+	sl_gw_resolver_free(t->resolver);
+	t->resolver = NULL;
+	uv_close((uv_handle_t *)a, NULL);
+}
+
+static void gw_thread_main(void *arg)
+{
+	struct gw_thread *t = arg;
+	sigset_t pipe;
+
+	/* A peer that goes away mid-write must not kill sluice: SIGPIPE from
+	 * this thread's writes stays pending here and the write says EPIPE.
+	 * (Ignoring it process-wide would be inherited by the command.) */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+	uv_run(&t->loop, UV_RUN_DEFAULT);
+}
+
+/* Serve the proxy on the host end of the veth. The policy is handed over. */
+static int gateway_start(struct run *r, char *err, size_t errlen)
+{
+	struct gw_thread *t = &r->gwt;
+	struct sl_gw_config cfg;
+	char listen[INET_ADDRSTRLEN + 8], ip[INET_ADDRSTRLEN];
+	struct in_addr host = sl_netns_sandbox_host_addr(r->sandbox);
+	int ret;
+
+	if (uv_loop_init(&t->loop) < 0) {
+		snprintf(err, errlen, "gateway: cannot create its event loop");
+		return -ENOMEM;
+	}
+	t->loop_ready = true;
+	if (r->args.audit) {
+		ret = sl_audit_open(r->args.audit, &t->audit);
+		if (ret < 0) {
+			snprintf(err, errlen, "--audit '%s': %s", r->args.audit, strerror(-ret));
+			return ret;
+		}
+	}
+	ret = sl_gw_resolver_new(&t->loop, r->args.resolver, &t->resolver, err, errlen);
+	if (ret < 0)
+		return ret;
+	sl_gw_config_defaults(&cfg);
+	cfg.sandbox = sl_netns_sandbox_host_ifname(r->sandbox);
+	ret = sl_gw_new(&t->loop, &cfg, TAKE_PTR(r->policy), t->resolver, t->audit, &t->gw);
+	if (ret < 0) {
+		snprintf(err, errlen, "gateway: %s", strerror(-ret));
+		return ret;
+	}
+	inet_ntop(AF_INET, &host, ip, sizeof(ip));
+	snprintf(listen, sizeof(listen), "%s:%u", ip, PORT_PROXY);
+	ret = sl_gw_listen_proxy(t->gw, listen, err, errlen);
+	if (ret < 0)
+		return ret;
+	uv_async_init(&t->loop, &t->stop, gw_stop_cb);
+	t->stop.data = t;
+	ret = uv_thread_create(&t->tid, gw_thread_main, t);
+	if (ret < 0) {
+		snprintf(err, errlen, "gateway: cannot start its thread: %s", uv_strerror(ret));
+		return ret;
+	}
+	t->running = true;
+	return 0;
+}
+
+/* Close every connection (each writes its audit record) and the loop. */
+static void gateway_stop(struct run *r)
+{
+	struct gw_thread *t = &r->gwt;
+
+	if (t->running) {
+		uv_async_send(&t->stop);
+		uv_thread_join(&t->tid);
+		t->running = false;
+	} else if (t->loop_ready) {
+		/* Setup failed before the thread started: tidy up here. */
+		if (t->gw)
+			sl_gw_shutdown(t->gw);
+		if (t->resolver)
+			sl_gw_resolver_free(t->resolver);
+		uv_run(&t->loop, UV_RUN_DEFAULT);
+	}
+	if (t->loop_ready) {
+		uv_loop_close(&t->loop);
+		t->loop_ready = false;
+	}
+	sl_audit_close(TAKE_PTR(t->audit));
 }
 
 static void run_teardown(struct run *r)
 {
 	char err[512];
+
+	gateway_stop(r);
 
 	/* The veth goes first: the sandbox is cut off before anything else. */
 	sl_netns_sandbox_free(TAKE_PTR(r->sandbox));
@@ -173,6 +289,9 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 	ret = install_rules(r, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	ret = gateway_start(r, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
 	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox), PORT_PROXY,
 				 &r->user, &r->env);
 	if (ret < 0) {
@@ -244,11 +363,9 @@ int sl_cmd_run(int argc, char **argv)
 		run_usage(stdout);
 		return SL_EXIT_OK;
 	}
-	if (r.args.audit || r.args.resolver || r.args.upstream_ca) {
-		fprintf(stderr, "sluice run: %s is not supported yet (it needs the gateway)\n",
-			r.args.audit	  ? "--audit"
-			: r.args.resolver ? "--resolver"
-					  : "--upstream-ca");
+	if (r.args.upstream_ca) {
+		fprintf(stderr, "sluice run: --upstream-ca is not supported yet (it needs TLS "
+				"inspection)\n");
 		return SL_EXIT_USAGE;
 	}
 	if (load_policy(&r) < 0)

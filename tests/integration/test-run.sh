@@ -149,11 +149,18 @@ check "an invalid --policy is refused with file:line:col (exit $rc: $out)" \
 	sh -c "[ $rc = 1 ] && echo '$out' | grep -q '^$T/bad.yaml:[0-9]*:[0-9]*: '"
 out=$(run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
 check "a valid --policy is accepted (exit $rc $out)" [ $rc = 0 ]
-for opt in "--audit -" "--resolver 203.0.113.53" "--upstream-ca /etc/hostname"; do
-	out=$(run $opt -- true 2>&1); rc=$?
-	check "$opt is refused, not ignored (exit $rc: $out)" \
-		sh -c "[ $rc = 2 ] && echo '$out' | grep -q 'not supported yet'"
-done
+out=$(run --upstream-ca /etc/hostname -- true 2>&1); rc=$?
+check "--upstream-ca is refused, not ignored (exit $rc: $out)" \
+	sh -c "[ $rc = 2 ] && echo '$out' | grep -q 'not supported yet'"
+# The gateway answers on the proxy port: without --policy it denies, says
+# why, and audits it.
+out=$(run --audit "$T/run-audit.log" -- sh -c \
+	'curl -s -m 5 -o /dev/null -w "%{http_code}" http://denied.example/x' 2>&1); rc=$?
+check "without --policy the gateway answers 403 through the proxy variables ($out)" \
+	[ "$out" = 403 ]
+check "... and --audit recorded the denial" \
+	grep -q '"host":"denied.example","port":80,"path":"/x","status":403,"decision":"deny"' \
+	"$T/run-audit.log"
 nothing_left "after refused command lines"
 
 # ---- who the command is ----
@@ -199,15 +206,17 @@ if command -v ping >/dev/null; then
 fi
 
 # The host's own services: on the host end's address and on its others.
+# (3128 only on the other address: on the host end, sluice's own gateway
+# listens there.)
 world_bg "$WORLD_HOST" "$PY" -c '
-import socket, select
+import socket, select, sys
 ls = []
-for p in (2222, 3128):
+for a, p in (("0.0.0.0", 2222), (sys.argv[1], 3128)):
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", p)); s.listen(8); ls.append(s)
+    s.bind((a, p)); s.listen(8); ls.append(s)
 for _ in range(200):
     r, _, _ = select.select(ls, [], [], 30)
-    for s in r: s.accept()[0].close()'
+    for s in r: s.accept()[0].close()' "$WORLD_HOST_ADDR"
 for i in $(seq 50); do
 	ip netns exec "$WORLD_HOST" ss -Hltn 'sport = :2222' | grep -q . && break
 	sleep 0.1
