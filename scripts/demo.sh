@@ -1,20 +1,21 @@
 #!/bin/bash
 # The README's first command: install what is missing, build, run the demo.
+#
+# The demo builds a tiny world of network namespaces on TEST-NET addresses
+# (a "host" where sluice runs, an "internet" with an origin and a DNS
+# server), runs an agent script under `sluice run` with examples/demo's
+# policy, and shows what got through, what was refused, and the audit log.
+# Nothing is sent anywhere but those namespaces. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --demo
 scripts/build.sh build
-sluice=build/cli/sluice
+sluice=$PWD/build/cli/sluice
 
 bold() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
-bold "1. sluice check validates a policy and prints what it will enforce"
-echo "\$ sluice check examples/dev-agent.yaml"
-$sluice check examples/dev-agent.yaml
-
-bold "2. a policy with mistakes is refused, every one located"
+bold "1. sluice check: a policy is validated, every mistake located"
 bad=$(mktemp --suffix=.yaml)
-trap 'rm -f "$bad"' EXIT
 cat >"$bad" <<'YAML'
 version: 1
 allow:
@@ -22,34 +23,51 @@ allow:
   - host: api.example.com
     methods: [get]
     inject: { header: Authorization, secret: missing }
-  - host: BÜCHER.de
-    prot: [443]
 YAML
-cat -n "$bad"
-echo "\$ sluice check $bad"
-$sluice check "$bad" || echo "(exit status $?)"
+$sluice check "$bad" || true
+rm -f "$bad"
+echo "\$ sluice check examples/demo/policy.yaml"
+$sluice check examples/demo/policy.yaml
 
-bold "3. how the dev-agent policy decides (sluice check FILE --decide HOST[:PORT] [METHOD PATH])"
-printf '%-62s %s\n' "request" "decision"
-while read -r target method path; do
-	args=("$target")
-	[ -n "$method" ] && args+=("$method" "$path")
-	out=$($sluice check examples/dev-agent.yaml --decide "${args[@]}" || true)
-	printf '%-62s %s\n' "${args[*]}" "$out"
-done <<'REQ'
-api.anthropic.com:443 POST /v1/messages
-api.anthropic.com:443 GET /v1/messages
-api.anthropic.com:443 POST /v1/messages/../../admin
-registry.npmjs.org GET /left-pad
-registry.npmjs.org PUT /left-pad
-raw.githubusercontent.com GET /org/repo/main/README.md
-GIST.githubusercontent.com.
-github.com:22
-github.com POST /your-org/your-repo.git/git-receive-pack
-[github.com]
-evil.com
-api.anthropic.com.evil.com
-169.254.169.254:80
-REQ
+if [ "$(id -u)" -ne 0 ]; then
+	bold "The live part of the demo creates network namespaces: run it as root."
+	exit 0
+fi
 
-bold "Done. Next: read docs/policy.md, write your own policy, and try it with sluice check."
+bold "2. sluice run: an agent in a sandbox whose only way out is the gateway"
+WORLD_ID=demo$$
+. tests/integration/world.sh
+trap world_down EXIT
+world_up
+T=$WORLD_TMP
+cat >"$T/dnsmasq.conf" <<CONF
+no-resolv
+no-hosts
+listen-address=$WORLD_NET_ADDR
+bind-interfaces
+address=/demo.test/$WORLD_NET_ADDR
+CONF
+world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+world_bg "$WORLD_NET" python3 "$PWD/tests/integration/lib/origin.py" "$T/origin.log" - - \
+	"$WORLD_NET_ADDR"
+for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
+cp examples/demo/agent.sh "$T/agent.sh"
+chmod 755 "$T/agent.sh"
+
+echo "\$ sluice run --policy examples/demo/policy.yaml --audit audit.log -- agent.sh"
+world_host "$sluice" run --policy "$PWD/examples/demo/policy.yaml" --resolver "$WORLD_NET_ADDR:53" \
+	--audit "$T/audit.log" -- "$T/agent.sh" || true
+
+bold "3. the audit log: one JSON line per decision (here, a few fields of each)"
+python3 - "$T/audit.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print("  %-5s %-4s %-20s %-22s %-3s %s" % (r["decision"], r["method"] or "", r["host"] or "",
+          (r["path"] or "")[:22], r["status"] or "", r["rule"] or r["reason"]))
+PY
+echo
+echo "  packets that reached the canary host in the 'internet': $(world_canary_count)"
+echo "  requests the origin served: $(wc -l <"$T/origin.log")"
+
+bold "Done. Next: docs/policy.md, then your own policy with sluice check and sluice run."

@@ -2,6 +2,7 @@
 # Install what sluice needs from Debian's packages, and only what is missing.
 #
 #   scripts/setup.sh          what building and the demo need
+#   scripts/setup.sh --demo   that, plus what the live demo runs
 #   scripts/setup.sh --test   that, plus the compilers and peers the tests use
 #
 # Needs root (or sudo) only when something is missing.
@@ -12,6 +13,8 @@ build_pkgs=(
 	libyaml-dev libidn2-dev libuv1-dev libc-ares-dev libssl-dev
 	libnftnl-dev libmnl-dev node-llhttp
 )
+# The live demo builds a small world of network namespaces.
+demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux)
 test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3
 	iproute2 nftables util-linux bubblewrap procps
@@ -20,10 +23,11 @@ test_pkgs=(
 
 pkgs=("${build_pkgs[@]}")
 case "${1:-}" in
---test) pkgs+=("${test_pkgs[@]}") ;;
+--test) pkgs+=("${demo_pkgs[@]}" "${test_pkgs[@]}") ;;
+--demo) pkgs+=("${demo_pkgs[@]}") ;;
 "") ;;
 *)
-	echo "usage: $0 [--test]" >&2
+	echo "usage: $0 [--demo|--test]" >&2
 	exit 2
 	;;
 esac
