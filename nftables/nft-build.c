@@ -499,3 +499,22 @@ void sl_nft_act_dnat4(struct sl_nft_rb *rb, struct in_addr addr, uint16_t port)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS,
 			   NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED);
 }
+
+void sl_nft_act_redirect(struct sl_nft_rb *rb, uint16_t port)
+{
+	uint16_t be = htons(port);
+	struct nftnl_expr *e;
+
+	e = rb_expr(rb, "immediate");
+	if (e) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+		if (nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &be, sizeof(be)) < 0)
+			rb->error = -ENOMEM;
+	}
+	e = rb_expr(rb, "redir");
+	if (!e)
+		return;
+	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MAX, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
+}

@@ -96,6 +96,9 @@ void sl_nft_act_log(struct sl_nft_rb *rb, uint16_t group, const char *prefix);
 void sl_nft_act_reject_tcp(struct sl_nft_rb *rb);
 void sl_nft_act_reject_admin(struct sl_nft_rb *rb); /* icmpx admin-prohibited */
 void sl_nft_act_dnat4(struct sl_nft_rb *rb, struct in_addr addr, uint16_t port);
+/* Redirect to this port on the sandbox itself (127.0.0.1 for locally
+ * generated packets), where the capture listener lives. */
+void sl_nft_act_redirect(struct sl_nft_rb *rb, uint16_t port);
 
 /* The three rulesets as plans (nft-rules.c). They validate the config and
  * return -EINVAL with a message in err for a bad one. */

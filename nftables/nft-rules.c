@@ -144,7 +144,11 @@ static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cf
 		sl_nft_rb_start(&rb, t, c);
 		sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
 		sl_nft_match_l4proto(&rb, IPPROTO_TCP);
-		sl_nft_act_dnat4(&rb, cfg->gateway, cfg->capture_port);
+		/* To a listener inside the sandbox itself: there the
+		 * connection's original destination can be asked for
+		 * (SO_ORIGINAL_DST answers only in the namespace that did the
+		 * NAT), and when sluice is gone the port is simply closed. */
+		sl_nft_act_redirect(&rb, cfg->capture_port);
 		TRY(sl_nft_plan_add_rule(plan, &rb, "capture every other tcp connection"));
 	}
 	return 0;
@@ -167,14 +171,12 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 	TRY(check_ports("sandbox ruleset: gateway udp ports", cfg->udp_ports, cfg->n_udp_ports,
 			err, errlen));
 
-	/* The capture and DNS ports are gateway ports too: what the NAT chain
-	 * sends there must then pass the filter. */
+	/* The DNS port is a gateway port too: what the NAT chain sends there
+	 * must then pass the filter. (Capture goes to lo, which passes.) */
 	memcpy(tcp, cfg->tcp_ports, cfg->n_tcp_ports * sizeof(tcp[0]));
 	n_tcp = cfg->n_tcp_ports;
 	memcpy(udp, cfg->udp_ports, cfg->n_udp_ports * sizeof(udp[0]));
 	n_udp = cfg->n_udp_ports;
-	if (cfg->capture_port && !port_in(tcp, n_tcp, cfg->capture_port))
-		tcp[n_tcp++] = cfg->capture_port;
 	if (cfg->dns_port && !port_in(tcp, n_tcp, cfg->dns_port))
 		tcp[n_tcp++] = cfg->dns_port;
 	if (cfg->dns_port && !port_in(udp, n_udp, cfg->dns_port))
@@ -205,6 +207,15 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 
 	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_TCP, tcp, n_tcp));
 	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_UDP, udp, n_udp));
+	if (cfg->capture_port) {
+		/* A redirected connection still carries its first output
+		 * device (the veth) through this hook, not lo: accept it by
+		 * its rewritten destination, the capture listener. */
+		struct in_addr loopback = { .s_addr = htonl(INADDR_LOOPBACK) };
+
+		TRY(accept_ports4(plan, t, "output", NULL, loopback, IPPROTO_TCP,
+				  &cfg->capture_port, 1));
+	}
 
 	sl_nft_rb_start(&rb, t, "output");
 	sl_nft_act_log(&rb, cfg->nflog_group, SL_NFT_NFLOG_PREFIX);

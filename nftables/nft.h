@@ -46,7 +46,8 @@ struct sl_nft_sandbox {
 	size_t n_udp_ports;
 	uint16_t nflog_group;                  /* NFLOG group for blocked packets */
 	/* Transparent capture: when non-zero, every other outbound TCP
-	 * connection (any port) is DNATed to gateway:capture_port. */
+	 * connection (any port) is redirected to 127.0.0.1:capture_port in
+	 * the sandbox, where the caller keeps a listener. */
 	uint16_t capture_port;
 	/* When non-zero, UDP and TCP to port 53 anywhere is DNATed to
 	 * gateway:dns_port, for programs that ignore resolv.conf. */
@@ -145,3 +146,73 @@ int sl_nft_guard_apply(const struct sl_nft_guard *cfg, char *err, size_t errlen)
  * ruleset changed in between.
  */
 int sl_nft_guard_remove(uid_t uid, char *err, size_t errlen);
+
+/* ---- Blocked packets: the NFLOG copies of the sandbox ruleset. ---- */
+
+/* One blocked packet, as far as its headers say. Strings are NUL-terminated
+ * addresses in inet_ntop form. */
+struct sl_nft_blocked {
+	int family;     /* AF_INET or AF_INET6 */
+	uint8_t proto;  /* IPPROTO_*: IPv6's after the extension headers */
+	char src[46], dst[46];
+	uint16_t sport, dport; /* host order; 0 without has_l4 or for ICMP */
+	uint8_t icmp_type;     /* ICMP / ICMPv6 with has_l4 */
+	bool has_l4;           /* the ports (or ICMP type) were in the copy */
+	uint32_t uid_or_minus1; /* the sending socket's uid, (uint32_t)-1 if none */
+};
+
+/*
+ * Parse `pkt`, the first `len` bytes of a packet from its network header on
+ * (NFLOG's payload: cut at the copy range, so a total length beyond `len`
+ * is normal). `family_hint` is AF_INET, AF_INET6, or AF_UNSPEC to go by the
+ * version nibble. Every read is bounds-checked; nothing beyond `len` or the
+ * IP header's own length is touched. Returns 0 and fills *ret (with
+ * uid_or_minus1 = (uint32_t)-1) when the IP header is whole and sound; the
+ * L4 fields only when the copy holds them and the packet is a first (or
+ * only) fragment. -EPROTONOSUPPORT: not IPv4/IPv6, or not the hinted
+ * family; -EBADMSG: a truncated or inconsistent IP header (IHL < 5, total
+ * length below the header, an extension header past the end).
+ */
+int sl_nft_blocked_parse(const uint8_t *pkt, size_t len, int family_hint,
+			 struct sl_nft_blocked *ret);
+
+/*
+ * A subscription to one NFLOG group, in the network namespace of the
+ * calling thread (the sandbox's: NFLOG groups are per namespace). The fd
+ * stays bound to that namespace wherever it is polled from.
+ */
+struct sl_nft_nflog;
+
+/* Bind `group` (needs CAP_NET_ADMIN there; -EBUSY when another socket has
+ * it) with packet copies of the first 128 bytes, per-group sequence numbers
+ * (so losses are counted) and the sender's uid, and wait for the kernel's
+ * ACK. The socket is non-blocking and close-on-exec. */
+int sl_nft_nflog_open(uint16_t group, struct sl_nft_nflog **ret, char *err, size_t errlen);
+/* The fd to poll for reading. */
+int sl_nft_nflog_fd(const struct sl_nft_nflog *l);
+
+typedef void (*sl_nft_blocked_fn)(const struct sl_nft_blocked *b, void *userdata);
+
+/*
+ * Read at most `max_datagrams` datagrams (each holds one or more packets)
+ * of what is readable now, and call fn for every packet that carries
+ * SL_NFT_NFLOG_PREFIX and parses; others are skipped. Never blocks.
+ * Returns the number of datagrams read (0: nothing was readable; equal to
+ * max_datagrams: there may be more), or a negative errno from recv other
+ * than EAGAIN and ENOBUFS. An ENOBUFS (the socket's buffer overflowed,
+ * packets were lost) is counted, not returned.
+ */
+int sl_nft_nflog_read(struct sl_nft_nflog *l, unsigned max_datagrams, sl_nft_blocked_fn fn,
+		      void *userdata);
+
+/* Packets the kernel copied but that never reached us, counted from gaps
+ * in the sequence numbers since the last call (so a loss shows once the
+ * next packet arrives), and the ENOBUFS overflows seen; both reset. */
+struct sl_nft_nflog_losses {
+	uint64_t packets;
+	uint64_t overflows;
+};
+void sl_nft_nflog_take_losses(struct sl_nft_nflog *l, struct sl_nft_nflog_losses *ret);
+
+/* Unbinds (by closing) and frees. Accepts NULL. */
+void sl_nft_nflog_close(struct sl_nft_nflog *l);

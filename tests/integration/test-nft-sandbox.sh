@@ -197,15 +197,20 @@ ip netns exec "$S" "$APPLY" nflog 7 4 8000 >"$tmp/nflog.out" 2>&1 &
 nflog_pid=$!
 pids+=($nflog_pid)
 for _ in $(seq 50); do grep -q ready "$tmp/nflog.out" && break; sleep 0.1; done
+# The capture listener lives inside the sandbox, on its loopback.
+touch "$tmp/s.log"
+ip netns exec "$S" "$PY" "$tmp/serve.py" "$tmp/s.log" tcp,127.0.0.1,3129 &
+pids+=($!)
+for _ in $(seq 50); do [ -e "$tmp/s.log.ready" ] && break; sleep 0.1; done
 out=$(ins "$APPLY" sandbox 198.51.100.1 3128 53 7 3129 53 2>&1)
 check "sandbox ruleset applied (capture 3129, dns 53) $out" [ $? -eq 0 ]
 c0=$(canary)
-cap0=$(grep -c '^tcp,198.51.100.1,3129$' "$tmp/g.log")
+cap0=$(grep -c '^tcp,127.0.0.1,3129$' "$tmp/s.log")
 dns0=$(grep -c '^udp,198.51.100.1,53$' "$tmp/g.log")
 expect "sandbox: reaches the gateway :3128" ok tcp 198.51.100.1 3128
-expect "sandbox: 203.0.113.2:80 is captured by the gateway :3129" ok tcp 203.0.113.2 80
+expect "sandbox: 203.0.113.2:80 is captured by the listener on its own :3129" ok tcp 203.0.113.2 80
 check "sandbox: ... and the capture listener got it" \
-	[ "$(grep -c '^tcp,198.51.100.1,3129$' "$tmp/g.log")" -gt "$cap0" ]
+	[ "$(grep -c '^tcp,127.0.0.1,3129$' "$tmp/s.log")" -gt "$cap0" ]
 expect "sandbox: dns to 203.0.113.2:53 is answered by the gateway" ok udp 203.0.113.2 53
 check "sandbox: ... and the gateway's dns listener got it" \
 	[ "$(grep -c '^udp,198.51.100.1,53$' "$tmp/g.log")" -gt "$dns0" ]
