@@ -33,7 +33,7 @@ struct gw_cli {
 static void gateway_usage(FILE *f)
 {
 	fputs("usage: sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]\n"
-	      "                      [--resolver ADDR[:PORT]] [--sandbox NAME]\n"
+	      "                      [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]\n"
 	      "                      [--connect-timeout MS] [--idle-timeout MS]\n"
 	      "                      [--header-timeout MS] [--max-header-bytes N]\n"
 	      "                      [--max-connections N]\n",
@@ -101,10 +101,11 @@ static int parse_num(const char *flag, const char *s, unsigned long max, unsigne
 
 int sl_cmd_gateway(int argc, char **argv)
 {
-	enum { O_RESOLVER = 256, O_UPSTREAM_CA, O_SANDBOX, O_CT, O_IT, O_HT, O_MHB, O_MC };
+	enum { O_RESOLVER = 256, O_UPSTREAM_CA, O_SANDBOX, O_CT, O_IT, O_HT, O_MHB, O_MC, O_DNS };
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "listen", required_argument, NULL, 'l' },
+		{ "dns", required_argument, NULL, O_DNS },
 		{ "audit", required_argument, NULL, 'a' },
 		{ "resolver", required_argument, NULL, O_RESOLVER },
 		{ "upstream-ca", required_argument, NULL, O_UPSTREAM_CA },
@@ -120,7 +121,7 @@ int sl_cmd_gateway(int argc, char **argv)
 	struct gw_cli g = { 0 };
 	struct sl_gw_config cfg;
 	struct sl_policy *policy = NULL;
-	const char *listen = NULL, *audit_path = NULL, *resolver = NULL;
+	const char *listen = NULL, *audit_path = NULL, *resolver = NULL, *dns = NULL;
 	uv_loop_t *loop = uv_default_loop();
 	unsigned long v;
 	char err[512] = "";
@@ -139,6 +140,9 @@ int sl_cmd_gateway(int argc, char **argv)
 			break;
 		case 'a':
 			audit_path = optarg;
+			break;
+		case O_DNS:
+			dns = optarg;
 			break;
 		case O_RESOLVER:
 			resolver = optarg;
@@ -215,6 +219,8 @@ int sl_cmd_gateway(int argc, char **argv)
 		return SL_EXIT_FAILURE;
 	}
 	r = sl_gw_listen_proxy(g.gw, listen, err, sizeof(err));
+	if (r >= 0 && dns)
+		r = sl_gw_listen_dns(g.gw, dns, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: %s\n", err);
 		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;

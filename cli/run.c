@@ -18,6 +18,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +60,13 @@ struct gw_thread {
 	struct sl_gw *gw;
 	struct sl_gw_resolver *resolver;
 	struct sl_audit *audit;
+	/* Blocked packets, read from the sandbox's NFLOG group on this loop
+	 * (only with an audit log: they go nowhere else). */
+	struct sl_nft_nflog *nflog;
+	uv_poll_t nflog_poll;
+	bool nflog_polling;
+	uint64_t nflog_overflows; /* seen, but not yet counted by a gap */
+	const char *sandbox_name;
 };
 
 struct run {
@@ -92,10 +100,181 @@ static void run_usage(FILE *f)
 	      f);
 }
 
+/* ---- Blocked packets reach the audit log ---- */
+
+/* A flood of blocked packets must not hold the loop: this many reads per
+ * wakeup, then the other handles get their turn. What the kernel cannot
+ * queue meanwhile it drops, and the sequence gaps count that. */
+#define NFLOG_READS_PER_WAKEUP 64
+/* At the end, what is still queued is read (the command has exited, so
+ * every copy it caused is there), up to this many datagrams. */
+#define NFLOG_READS_AT_STOP 4096
+
+static const char *proto_name(const struct sl_nft_blocked *b, char *buf, size_t len)
+{
+	switch (b->proto) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	default:
+		snprintf(buf, len, "%u", b->proto);
+		return buf;
+	}
+}
+
+static void audit_blocked(const struct sl_nft_blocked *b, void *userdata)
+{
+	struct gw_thread *t = userdata;
+	char client[INET6_ADDRSTRLEN + 8], num[4];
+	bool ports = b->has_l4 && b->proto != IPPROTO_ICMP && b->proto != IPPROTO_ICMPV6;
+	struct sl_audit_record rec = {
+	    .ts_ms = sl_audit_now_ms(),
+	    .sandbox = t->sandbox_name,
+	    .event = "blocked",
+	    .client = client,
+	    .method = proto_name(b, num, sizeof(num)),
+	    .host = b->dst,
+	    .port = ports ? b->dport : -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = "blocked-packet",
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
+	};
+
+	if (!ports)
+		snprintf(client, sizeof(client), "%s", b->src);
+	else if (b->family == AF_INET6)
+		snprintf(client, sizeof(client), "[%s]:%u", b->src, b->sport);
+	else
+		snprintf(client, sizeof(client), "%s:%u", b->src, b->sport);
+	(void)sl_audit_write(t->audit, &rec);
+}
+
+/* Nothing is dropped silently: what the kernel could not queue for us is
+ * audited as a count. An overflow is reported once the next copy's
+ * sequence number says how much it cost, or at the end as such. */
+static void audit_losses(struct gw_thread *t, bool final)
+{
+	struct sl_nft_nflog_losses l;
+	char reason[96];
+	struct sl_audit_record rec = {
+	    .sandbox = t->sandbox_name,
+	    .event = "blocked",
+	    .port = -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = reason,
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
+	};
+
+	sl_nft_nflog_take_losses(t->nflog, &l);
+	t->nflog_overflows += l.overflows;
+	if (l.packets)
+		snprintf(reason, sizeof(reason), "blocked-packets-lost: %llu",
+			 (unsigned long long)l.packets);
+	else if (final && t->nflog_overflows)
+		snprintf(reason, sizeof(reason), "blocked-packets-lost: unknown");
+	else
+		return;
+	t->nflog_overflows = 0;
+	rec.ts_ms = sl_audit_now_ms();
+	(void)sl_audit_write(t->audit, &rec);
+}
+
+static void nflog_poll_cb(uv_poll_t *p, int status, int events)
+{
+	struct gw_thread *t = container_of(p, struct gw_thread, nflog_poll);
+	int r = status;
+
+	if (r >= 0)
+		r = sl_nft_nflog_read(t->nflog, NFLOG_READS_PER_WAKEUP, audit_blocked, t);
+	audit_losses(t, false);
+	if (r < 0) {
+		/* Not a transient state (that is EAGAIN or ENOBUFS, handled
+		 * below us): stop rather than spin on it. (libuv's status is a
+		 * negative errno on Linux too.) */
+		fprintf(stderr, "sluice run: reading blocked packets: %s; no longer audited\n",
+			strerror(-r));
+		uv_poll_stop(p);
+	}
+}
+
+static void nflog_closed_cb(uv_handle_t *h)
+{
+	struct gw_thread *t = container_of((uv_poll_t *)h, struct gw_thread, nflog_poll);
+
+	sl_nft_nflog_close(TAKE_PTR(t->nflog));
+}
+
+/* Audit what is still queued, then close. Runs on the loop's thread. */
+static void blocked_stop(struct gw_thread *t)
+{
+	if (!t->nflog_polling)
+		return;
+	t->nflog_polling = false;
+	(void)sl_nft_nflog_read(t->nflog, NFLOG_READS_AT_STOP, audit_blocked, t);
+	audit_losses(t, true);
+	uv_close((uv_handle_t *)&t->nflog_poll, nflog_closed_cb);
+}
+
+struct nflog_open {
+	struct sl_nft_nflog **ret;
+	char *err;
+	size_t errlen;
+};
+
+static int nflog_open_inside(void *userdata)
+{
+	struct nflog_open *o = userdata;
+
+	return sl_nft_nflog_open(RUN_NFLOG_GROUP, o->ret, o->err, o->errlen);
+}
+
+/* Subscribe to the sandbox's NFLOG group (NFLOG is per namespace, so the
+ * socket is made in there; it stays bound to it) and poll it on the
+ * gateway's loop. Called after the sandbox's rules are in place. */
+static int blocked_start(struct run *r, char *err, size_t errlen)
+{
+	struct gw_thread *t = &r->gwt;
+	struct nflog_open o = {.ret = &t->nflog, .err = err, .errlen = errlen};
+	int ret;
+
+	if (!t->audit)
+		return 0;
+	t->sandbox_name = sl_netns_sandbox_host_ifname(r->sandbox);
+	ret = sl_netns_sandbox_run_inside(r->sandbox, nflog_open_inside, &o);
+	if (ret < 0)
+		return ret;
+	ret = uv_poll_init(&t->loop, &t->nflog_poll, sl_nft_nflog_fd(t->nflog));
+	if (ret < 0) {
+		sl_nft_nflog_close(TAKE_PTR(t->nflog));
+		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
+		return ret;
+	}
+	t->nflog_polling = true;
+	ret = uv_poll_start(&t->nflog_poll, UV_READABLE, nflog_poll_cb);
+	if (ret < 0) {
+		blocked_stop(t);
+		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
+		return ret;
+	}
+	return 0;
+}
+
 static void gw_stop_cb(uv_async_t *a)
 {
 	struct gw_thread *t = a->data;
 
+	blocked_stop(t);
 	sl_gw_shutdown(t->gw);
 	t->gw = NULL;
 	sl_gw_resolver_free(t->resolver);
@@ -115,6 +294,46 @@ static void gw_thread_main(void *arg)
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	uv_run(&t->loop, UV_RUN_DEFAULT);
+}
+
+/* Runs inside the sandbox's namespace: the capture listener on its own
+ * loopback, where the redirect rule sends every other TCP connection. */
+static int make_capture_socket(void *userdata)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(PORT_CAPTURE),
+		.sin_addr = { htonl(INADDR_LOOPBACK) },
+	};
+	int one = 1, fd;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return negative_errno();
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 256) < 0) {
+		int r = negative_errno();
+
+		close(fd);
+		return r;
+	}
+	*(int *)userdata = fd;
+	return 0;
+}
+
+/* Transparent capture: a socket made in the sandbox's namespace stays there,
+ * and the gateway's loop in ours polls it. When sluice is gone the port is
+ * closed and captured connections are refused: fail closed. */
+static int capture_start(struct run *r, char *err, size_t errlen)
+{
+	int fd = -1, ret;
+
+	ret = sl_netns_sandbox_run_inside(r->sandbox, make_capture_socket, &fd);
+	if (ret < 0) {
+		snprintf(err, errlen, "capture listener in the sandbox: %s", strerror(-ret));
+		return ret;
+	}
+	return sl_gw_listen_capture_fd(r->gwt.gw, fd, err, errlen);
 }
 
 /* Serve the proxy on the host end of the veth. The policy is handed over. */
@@ -153,11 +372,25 @@ static int gateway_start(struct run *r, char *err, size_t errlen)
 	ret = sl_gw_listen_proxy(t->gw, listen, err, errlen);
 	if (ret < 0)
 		return ret;
+	snprintf(listen, sizeof(listen), "%s:%u", ip, PORT_DNS);
+	ret = sl_gw_listen_dns(t->gw, listen, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = capture_start(r, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = blocked_start(r, err, errlen);
+	if (ret < 0)
+		return ret;
 	uv_async_init(&t->loop, &t->stop, gw_stop_cb);
 	t->stop.data = t;
 	ret = uv_thread_create(&t->tid, gw_thread_main, t);
 	if (ret < 0) {
 		snprintf(err, errlen, "gateway: cannot start its thread: %s", uv_strerror(ret));
+		/* gateway_stop runs the loop to tidy up: no handle may stay
+		 * active or that would never return. */
+		blocked_stop(t);
+		uv_close((uv_handle_t *)&t->stop, NULL);
 		return ret;
 	}
 	t->running = true;
@@ -227,8 +460,8 @@ static int apply_sandbox_rules(void *userdata)
 	char *err = ((void **)userdata)[1];
 	struct sl_nft_sandbox cfg = {
 	    .gateway = sl_netns_sandbox_host_addr(sb),
-	    .tcp_ports = {PORT_PROXY, PORT_CAPTURE, PORT_DNS},
-	    .n_tcp_ports = 3,
+	    .tcp_ports = {PORT_PROXY, PORT_DNS},
+	    .n_tcp_ports = 2,
 	    .udp_ports = {PORT_DNS},
 	    .n_udp_ports = 1,
 	    .nflog_group = RUN_NFLOG_GROUP,
@@ -247,8 +480,8 @@ static int install_rules(struct run *r, char *err, size_t errlen)
 	    .name = ifname,
 	    .ifname = ifname,
 	    .addr = sl_netns_sandbox_host_addr(r->sandbox),
-	    .tcp_ports = {PORT_PROXY, PORT_CAPTURE, PORT_DNS},
-	    .n_tcp_ports = 3,
+	    .tcp_ports = {PORT_PROXY, PORT_DNS},
+	    .n_tcp_ports = 2,
 	    .udp_ports = {PORT_DNS},
 	    .n_udp_ports = 1,
 	};

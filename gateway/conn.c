@@ -12,6 +12,7 @@
  * libuv handle has closed, and writes its audit record then.
  */
 #include <arpa/inet.h>
+#include <linux/netfilter_ipv4.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,12 @@ struct conn {
 	size_t len;
 
 	/* What was asked and decided, for the audit record. */
-	bool is_connect;
+	bool is_connect; /* a CONNECT through the explicit proxy */
+	bool captured;   /* redirected to us by the sandbox's nftables */
+	bool tunnel;     /* bytes relayed opaque: CONNECT, or captured non-HTTP */
+	bool tls_seen;   /* a ClientHello was checked */
+	struct sockaddr_in orig; /* captured: where the client was going */
+	char orig_str[INET_ADDRSTRLEN];
 	bool parsed;
 	char method[16];
 	char *path;
@@ -109,17 +115,18 @@ static void write_audit(struct conn *c)
 	struct sl_audit_record r = {
 		.ts_ms = c->start_wall_ms,
 		.sandbox = c->gw->cfg.sandbox,
-		.event = c->is_connect ? "connect" : "http",
+		.event = c->tunnel ? "connect" : "http",
 		.client = c->client_addr,
 		.method = c->parsed ? c->method : NULL,
-		.host = c->decided && c->dec.host[0] ? c->dec.host : NULL,
-		.port = c->parsed ? c->port : -1,
+		.host = c->decided && c->dec.host[0] ? c->dec.host
+						     : c->captured ? c->orig_str : NULL,
+		.port = c->parsed || c->captured ? c->port : -1,
 		.path = c->path,
 		.status = c->status ? c->status : -1,
 		.decision = c->decided && c->dec.verdict == SL_VERDICT_ALLOW && !c->reason ? "allow"
 											  : "deny",
 		.reason = c->reason ? c->reason : c->decided ? sl_reason_to_string(c->dec.reason) : NULL,
-		.tls = c->is_connect && c->state_was_relay ? "passthrough" : NULL,
+		.tls = (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough" : NULL,
 		.sni = c->sni[0] ? c->sni : NULL,
 		.bytes_up = (int64_t)c->bytes_up,
 		.bytes_down = (int64_t)c->bytes_down,
@@ -267,6 +274,12 @@ static void respond_error(struct conn *c, int status, const char *reason, const 
 	c->status = status;
 	if (reason)
 		c->reason = reason;
+	if (c->captured && c->tunnel) {
+		/* The client speaks TLS or something else, not HTTP: an HTTP
+		 * answer would be garbage to it. The audit log has the why. */
+		conn_close(c);
+		return;
+	}
 	c->state = ST_RESPONDING;
 	uv_read_stop((uv_stream_t *)&c->client);
 	if (c->upstream_open)
@@ -284,12 +297,21 @@ static void respond_error(struct conn *c, int status, const char *reason, const 
 
 /* ---- timers ---- */
 
+static void decide_by_address(struct conn *c);
+
 static void timer_fired(uv_timer_t *t)
 {
 	struct conn *c = t->data;
 
 	switch (c->state) {
 	case ST_HEAD:
+		if (c->captured && c->len == 0) {
+			/* A protocol where the server speaks first (SMTP, a
+			 * database): nothing to read, decide by address. */
+			uv_read_stop((uv_stream_t *)&c->client);
+			decide_by_address(c);
+			break;
+		}
 		respond_error(c, 408, "header-timeout", "timed out waiting for the request head");
 		break;
 	case ST_RESOLVING:
@@ -410,7 +432,7 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 		uv_read_stop(s);
 		if (c->upstream_eof)
 			conn_close(c);
-		else if (c->is_connect)
+		else if (c->tunnel)
 			half_close(c, true);
 		return;
 	}
@@ -473,7 +495,7 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 		uv_read_stop(s);
 		/* Plain HTTP: the origin closed after its one response (we
 		 * asked for that), so the exchange is over. */
-		if (!c->is_connect) {
+		if (!c->tunnel) {
 			c->client_eof = true;
 			half_close(c, false);
 		} else if (c->client_eof) {
@@ -483,7 +505,7 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 		}
 		return;
 	}
-	if (!c->is_connect)
+	if (!c->tunnel)
 		note_status(c, buf->base, (size_t)nread);
 	uv_timer_again(&c->timer);
 	c->bytes_down += (size_t)nread;
@@ -533,6 +555,7 @@ static void peek_check(struct conn *c)
 			conn_close(c);
 			return;
 		}
+		c->tls_seen = true;
 		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
 		if (h.sni[0]) {
 			char norm[SL_HOST_BUF];
@@ -701,6 +724,23 @@ static void connected(uv_connect_t *req, int status)
 		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
 			 uv_strerror(status));
 		respond_error(c, 502, "connect-failed", msg);
+		return;
+	}
+
+	if (c->tunnel && c->captured) {
+		/* What the client already sent (its hello, its banner) goes
+		 * first, then the bytes flow. */
+		if (c->len) {
+			c->bytes_up += c->len;
+			if (send_owned(c, false, c->buf, c->len, false) < 0) {
+				c->buf = NULL;
+				conn_close(c);
+				return;
+			}
+			c->buf = NULL;
+			c->len = 0;
+		}
+		start_relay(c);
 		return;
 	}
 
@@ -884,9 +924,9 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 		.host = host,
 		.host_len = host_len,
 		.port = c->port,
-		.method = c->is_connect ? NULL : c->method,
-		.path = c->is_connect ? NULL : path,
-		.path_len = c->is_connect ? 0 : path_len,
+		.method = c->tunnel ? NULL : c->method,
+		.path = c->tunnel ? NULL : path,
+		.path_len = c->tunnel ? 0 : path_len,
 	};
 	char why[512];
 	int r;
@@ -898,7 +938,7 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 							      sizeof(why)));
 		return;
 	}
-	if (c->is_connect && c->dec.inspect) {
+	if (c->tunnel && c->dec.inspect) {
 		/* Method, path and credential rules need the requests inside
 		 * the tunnel; passing it through opaque would skip them. */
 		snprintf(why, sizeof(why),
@@ -932,6 +972,7 @@ static void handle_head(struct conn *c, const struct sl_http_request *r)
 	c->parsed = true;
 	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
 	c->is_connect = sl_http_span_eq(&r->method, "CONNECT");
+	c->tunnel = c->is_connect;
 
 	if (c->is_connect) {
 		const char *host;
@@ -1029,9 +1070,155 @@ static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	handle_head(c, &r);
 }
 
+
+/* ---- transparent capture: decide by SNI, else Host, else the address ---- */
+
+/* The original destination is the only name we have: decide it as an
+ * address (an address rule may allow it; name rules never do). */
+static void decide_by_address(struct conn *c)
+{
+	c->tunnel = true;
+	decide_and_go(c, c->orig_str, strlen(c->orig_str), NULL, 0);
+}
+
+/* A captured plain-HTTP request: origin-form target, Host names the host,
+ * the port is where the client was really going. */
+static void handle_captured_head(struct conn *c, const struct sl_http_request *r)
+{
+	const struct sl_http_span *hh;
+	const char *host, *why = NULL;
+	size_t host_len, n_host;
+	uint16_t hport;
+
+	c->parsed = true;
+	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
+	if (sl_http_span_eq(&r->method, "CONNECT")) {
+		respond_error(c, 400, "bad-request", "CONNECT to a captured connection");
+		return;
+	}
+	c->path = strndup(r->target.p, r->target.len);
+	if (!c->path) {
+		conn_close(c);
+		return;
+	}
+	hh = sl_http_header(r, "host", &n_host);
+	if (!hh || sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0) {
+		respond_error(c, 400, "bad-request", why ? why : "a request without a Host header");
+		return;
+	}
+	decide_and_go(c, host, host_len, c->path, strlen(c->path));
+}
+
+/* 1: the bytes so far start an HTTP request line; 0: too few to tell;
+ * -1: not HTTP. */
+static int looks_like_http(const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && i < 16; i++) {
+		if (p[i] == ' ')
+			return i > 0 ? 1 : -1;
+		if (p[i] < 'A' || p[i] > 'Z')
+			return -1;
+	}
+	return i == len ? 0 : -1;
+}
+
+static void capture_classify(struct conn *c)
+{
+	if ((unsigned char)c->buf[0] == 0x16) {
+		struct sl_tls_hello h;
+		int r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
+
+		if (r == -EAGAIN) {
+			if (c->len >= HELLO_MAX) {
+				c->reason = "bad-client-hello";
+				conn_close(c);
+			}
+			return;
+		}
+		uv_read_stop((uv_stream_t *)&c->client);
+		uv_timer_stop(&c->timer);
+		c->tunnel = true;
+		if (r < 0 || h.ech) {
+			c->reason = r < 0 ? "bad-client-hello" : "ech";
+			conn_close(c);
+			return;
+		}
+		c->tls_seen = true;
+		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
+		if (h.sni[0])
+			decide_and_go(c, h.sni, strlen(h.sni), NULL, 0);
+		else
+			decide_by_address(c);
+		return;
+	}
+	switch (looks_like_http(c->buf, c->len)) {
+	case 0:
+		return;
+	case 1: {
+		struct sl_http_request r;
+		const char *why = NULL;
+		int status = 0, k;
+
+		k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status,
+					  &why);
+		if (k == 0)
+			return;
+		if (k < 0) {
+			respond_error(c, status, status == 431 ? "header-too-large" : "bad-request",
+				      why);
+			return;
+		}
+		uv_read_stop((uv_stream_t *)&c->client);
+		uv_timer_stop(&c->timer);
+		handle_captured_head(c, &r);
+		return;
+	}
+	default:
+		uv_read_stop((uv_stream_t *)&c->client);
+		uv_timer_stop(&c->timer);
+		decide_by_address(c);
+		return;
+	}
+}
+
+static void capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn *c = s->data;
+	size_t cap = c->gw->cfg.max_header_bytes + 1 > HELLO_MAX ? c->gw->cfg.max_header_bytes + 1
+								   : HELLO_MAX;
+	char *grown;
+
+	if (nread <= 0) {
+		free(buf->base);
+		if (nread < 0) {
+			c->reason = c->len ? "incomplete-request" : "no-request";
+			conn_close(c);
+		}
+		return;
+	}
+	if (c->len + (size_t)nread > cap) {
+		free(buf->base);
+		respond_error(c, 431, "header-too-large", "request head too large");
+		return;
+	}
+	grown = realloc(c->buf, c->len + (size_t)nread);
+	if (!grown) {
+		free(buf->base);
+		conn_close(c);
+		return;
+	}
+	memcpy(grown + c->len, buf->base, (size_t)nread);
+	free(buf->base);
+	c->buf = grown;
+	c->len += (size_t)nread;
+	capture_classify(c);
+}
+
 /* ---- accept ---- */
 
-void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server)
+void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 {
 	struct sockaddr_storage peer;
 	int peer_len = sizeof(peer);
@@ -1080,6 +1267,27 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server)
 	}
 	uv_tcp_nodelay(&c->client, 1);
 	c->state = ST_HEAD;
+	if (captured) {
+		uv_os_fd_t fd;
+		socklen_t len = sizeof(c->orig);
+
+		/* The destination the sandbox's nftables redirected away from;
+		 * this socket lives in the sandbox's namespace, where the NAT
+		 * happened, so its conntrack can answer. */
+		c->captured = true;
+		if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0 ||
+		    getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &c->orig, &len) < 0 ||
+		    c->orig.sin_family != AF_INET) {
+			c->reason = "no-original-destination";
+			conn_close(c);
+			return;
+		}
+		inet_ntop(AF_INET, &c->orig.sin_addr, c->orig_str, sizeof(c->orig_str));
+		c->port = ntohs(c->orig.sin_port);
+		arm_timer(c, gw->cfg.capture_wait_ms);
+		uv_read_start((uv_stream_t *)&c->client, alloc_cb, capture_read);
+		return;
+	}
 	arm_timer(c, gw->cfg.header_timeout_ms);
 	uv_read_start((uv_stream_t *)&c->client, alloc_cb, head_read);
 }

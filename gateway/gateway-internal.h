@@ -22,6 +22,8 @@ struct sl_gw {
 	struct sl_audit *audit;
 	uv_tcp_t proxy;
 	bool proxy_open;
+	uv_tcp_t capture;
+	bool capture_open;
 	bool shutting_down;
 	unsigned n_conns;
 	struct conn *conns; /* every open connection, for shutdown */
@@ -29,15 +31,22 @@ struct sl_gw {
 	 * says about private ranges. */
 	struct sockaddr_storage *local;
 	size_t n_local;
+	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 };
 
 struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp);
 void sl_gw_policy_unref(struct sl_gw_policy *gp);
 
 /* conn.c */
-void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server);
+void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured);
 void sl_gw_conn_close_all(struct sl_gw *gw);
 void sl_gw_maybe_free(struct sl_gw *gw);
+
+/* dns.c: close every DNS handle and query (shutdown); whether any handle
+ * is still open; free what is left once none is. */
+void sl_gw_dns_close(struct sl_gw *gw);
+bool sl_gw_dns_open(const struct sl_gw *gw);
+void sl_gw_dns_free(struct sl_gw *gw);
 
 /* Is this address one of the gateway host's own? */
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);

@@ -19,6 +19,7 @@ void sl_gw_config_defaults(struct sl_gw_config *c)
 		.max_header_bytes = 16384,
 		.max_connections = 512,
 		.max_buffered_bytes = 1 << 20,
+		.capture_wait_ms = 2000,
 	};
 }
 
@@ -133,7 +134,24 @@ static void on_connection(uv_stream_t *server, int status)
 
 	if (status < 0 || gw->shutting_down)
 		return;
-	sl_gw_conn_accept(gw, server);
+	sl_gw_conn_accept(gw, server, (uv_tcp_t *)server == &gw->capture);
+}
+
+int sl_gw_listen_capture_fd(struct sl_gw *gw, int fd, char *err, size_t errlen)
+{
+	int r;
+
+	uv_tcp_init(gw->loop, &gw->capture);
+	gw->capture.data = gw;
+	gw->capture_open = true;
+	r = uv_tcp_open(&gw->capture, fd);
+	if (r == 0)
+		r = uv_listen((uv_stream_t *)&gw->capture, 256, on_connection);
+	if (r < 0) {
+		snprintf(err, errlen, "capture listener: %s", uv_strerror(r));
+		return r;
+	}
+	return 0;
 }
 
 int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen)
@@ -196,14 +214,19 @@ static void proxy_closed(uv_handle_t *h)
 {
 	struct sl_gw *gw = h->data;
 
-	gw->proxy_open = false;
+	if (h == (uv_handle_t *)&gw->capture)
+		gw->capture_open = false;
+	else
+		gw->proxy_open = false;
 	sl_gw_maybe_free(gw);
 }
 
 void sl_gw_maybe_free(struct sl_gw *gw)
 {
-	if (!gw->shutting_down || gw->proxy_open || gw->conns)
+	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->conns ||
+	    sl_gw_dns_open(gw))
 		return;
+	sl_gw_dns_free(gw);
 	sl_gw_policy_unref(gw->policy);
 	free(gw->local);
 	free(gw);
@@ -213,8 +236,10 @@ void sl_gw_shutdown(struct sl_gw *gw)
 {
 	gw->shutting_down = true;
 	sl_gw_conn_close_all(gw);
+	sl_gw_dns_close(gw);
+	if (gw->capture_open && !uv_is_closing((uv_handle_t *)&gw->capture))
+		uv_close((uv_handle_t *)&gw->capture, proxy_closed);
 	if (gw->proxy_open && !uv_is_closing((uv_handle_t *)&gw->proxy))
 		uv_close((uv_handle_t *)&gw->proxy, proxy_closed);
-	else
-		sl_gw_maybe_free(gw);
+	sl_gw_maybe_free(gw);
 }

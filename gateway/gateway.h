@@ -22,6 +22,7 @@ struct sl_gw_config {
 	size_t max_header_bytes;       /* 431 past it */
 	unsigned max_connections;      /* open at once; more are refused */
 	size_t max_buffered_bytes;     /* per direction, before reading pauses */
+	unsigned capture_wait_ms;      /* captured: wait this long for the client's first bytes */
 };
 
 void sl_gw_config_defaults(struct sl_gw_config *c);
@@ -34,6 +35,30 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 
 /* Serve the explicit proxy on "ADDR:PORT" ("[v6]:PORT"). */
 int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen);
+
+/*
+ * Serve transparent capture on a listening TCP socket that the caller made
+ * inside the sandbox's namespace (where the redirect happens, so that
+ * SO_ORIGINAL_DST can answer). The fd is taken over. Connections are
+ * decided by the ClientHello's SNI, else the HTTP Host header, else their
+ * original destination address.
+ */
+int sl_gw_listen_capture_fd(struct sl_gw *gw, int fd, char *err, size_t errlen);
+
+/*
+ * Serve the sandbox's DNS on "ADDR:PORT", UDP and TCP (dns.c): A and AAAA
+ * for names the policy allows, resolved by the gateway and stripped of
+ * special addresses; NXDOMAIN for every other name, which is never
+ * resolved or forwarded; NODATA for other types of allowed names.
+ */
+int sl_gw_listen_dns(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen);
+
+/* The name whose DNS answer, still fresh, gave out this address (the most
+ * recent one if several did): for a captured connection that names no
+ * host. 0, -ENOENT (never answered, or expired), or -ENOBUFS. Call it on
+ * the gateway's loop. */
+int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char *name,
+		       size_t size);
 
 /* Replace the policy (taken over). Connections already deciding keep the
  * policy they started with; the old one is freed when the last is done. */

@@ -169,9 +169,12 @@ struct sl_nft_blocked {
  * IP header's own length is touched. Returns 0 and fills *ret (with
  * uid_or_minus1 = (uint32_t)-1) when the IP header is whole and sound; the
  * L4 fields only when the copy holds them and the packet is a first (or
- * only) fragment. -EPROTONOSUPPORT: not IPv4/IPv6, or not the hinted
- * family; -EBADMSG: a truncated or inconsistent IP header (IHL < 5, total
- * length below the header, an extension header past the end).
+ * only) fragment. IPv6 extension headers are walked only as far as the L4
+ * header (at most 8); where the copy or that limit ends the walk, proto is
+ * the header reached and has_l4 is false. -EPROTONOSUPPORT: not IPv4/IPv6,
+ * or not the hinted family; -EBADMSG: a truncated or inconsistent IP header
+ * (under 20/40 bytes, IHL < 5, options past the copy, total length below
+ * the header).
  */
 int sl_nft_blocked_parse(const uint8_t *pkt, size_t len, int family_hint,
 			 struct sl_nft_blocked *ret);
@@ -194,13 +197,13 @@ int sl_nft_nflog_fd(const struct sl_nft_nflog *l);
 typedef void (*sl_nft_blocked_fn)(const struct sl_nft_blocked *b, void *userdata);
 
 /*
- * Read at most `max_datagrams` datagrams (each holds one or more packets)
- * of what is readable now, and call fn for every packet that carries
- * SL_NFT_NFLOG_PREFIX and parses; others are skipped. Never blocks.
- * Returns the number of datagrams read (0: nothing was readable; equal to
- * max_datagrams: there may be more), or a negative errno from recv other
- * than EAGAIN and ENOBUFS. An ENOBUFS (the socket's buffer overflowed,
- * packets were lost) is counted, not returned.
+ * Make at most `max_datagrams` reads (a datagram holds one or more
+ * packets) of what is readable now, and call fn for every packet that
+ * carries SL_NFT_NFLOG_PREFIX and parses; others are skipped. Never blocks,
+ * so a flood cannot hold the caller: what is left stays readable. Returns
+ * the number of datagrams read (0: nothing was readable), or a negative
+ * errno from recv other than EAGAIN and ENOBUFS. An ENOBUFS (the socket's
+ * buffer overflowed, copies were lost) is counted, not returned.
  */
 int sl_nft_nflog_read(struct sl_nft_nflog *l, unsigned max_datagrams, sl_nft_blocked_fn fn,
 		      void *userdata);

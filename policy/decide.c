@@ -224,6 +224,30 @@ static uint32_t method_bit_any_case(const char *m)
 	return sl_method_from_string(up, n);
 }
 
+/* Gather the index entries that name the normal-form host: its exact form
+ * and, for a name, every wildcard suffix strictly above it. IP literals
+ * have no labels to walk and never meet a name rule. */
+static size_t gather_candidates(const struct sl_policy *p, const char *host,
+				enum sl_host_kind kind,
+				const struct index_entry *cand[static MAX_CANDIDATES])
+{
+	const struct index_entry *e;
+	size_t len = strlen(host), n = 0, i;
+
+	e = index_find(p->index, host, len, false);
+	if (e)
+		cand[n++] = e;
+	if (kind == SL_HOST_NAME)
+		for (i = 0; i < len && n < MAX_CANDIDATES; i++) {
+			if (host[i] != '.')
+				continue;
+			e = index_find(p->index, host + i + 1, len - i - 1, true);
+			if (e)
+				cand[n++] = e;
+		}
+	return n;
+}
+
 void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		      struct sl_decision *d)
 {
@@ -275,25 +299,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		}
 	}
 
-	/* Gather the index entries that name this host: its exact form and,
-	 * for a name, every wildcard suffix strictly above it. IP literals
-	 * have no labels to walk and never meet a name rule. */
-	{
-		const struct index_entry *e;
-		size_t len = strlen(d->host);
-
-		e = index_find(p->index, d->host, len, false);
-		if (e)
-			cand[n_cand++] = e;
-		if (d->host_kind == SL_HOST_NAME)
-			for (i = 0; i < len && n_cand < MAX_CANDIDATES; i++) {
-				if (d->host[i] != '.')
-					continue;
-				e = index_find(p->index, d->host + i + 1, len - i - 1, true);
-				if (e)
-					cand[n_cand++] = e;
-			}
-	}
+	n_cand = gather_candidates(p, d->host, d->host_kind, cand);
 
 	/* Deny rules first: one that matches ends the decision. A deny rule
 	 * that names methods or paths cannot be judged on a connection; it
@@ -372,6 +378,56 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	d->reason = SL_REASON_ALLOWED;
 	d->rule = allow;
 	d->inspect = inspect;
+}
+
+/* A deny rule that refuses a connection on this port whatever its
+ * requests: sl_policy_decide() on a bare connection stops at exactly these. */
+static bool plain_deny_covers(const struct sl_policy *p, const struct index_entry *const *cand,
+			      size_t n_cand, bool any_port, uint16_t port)
+{
+	size_t i, j;
+
+	for (i = 0; i < n_cand; i++)
+		for (j = 0; j < cand[i]->n_rules; j++) {
+			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
+
+			if (r->kind != SL_RULE_DENY || r->methods || r->paths)
+				continue;
+			if (any_port ? !r->ports : port_ok(r, port))
+				return true;
+		}
+	return false;
+}
+
+bool sl_policy_name_allowed(const struct sl_policy *p, const char *host, size_t len)
+{
+	const struct index_entry *cand[MAX_CANDIDATES];
+	char norm[SL_HOST_BUF];
+	enum sl_host_kind kind;
+	size_t n_cand, i, j, k;
+
+	if (sl_host_normalize(host, len, norm, &kind, NULL) < 0 || kind != SL_HOST_NAME)
+		return false;
+	n_cand = gather_candidates(p, norm, kind, cand);
+	for (i = 0; i < n_cand; i++)
+		for (j = 0; j < cand[i]->n_rules; j++) {
+			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
+
+			if (r->kind != SL_RULE_ALLOW)
+				continue;
+			/* An allow rule for every port leaves a port open
+			 * unless a deny rule takes every port: deny rules
+			 * with ports name finitely many. */
+			if (!r->ports) {
+				if (!plain_deny_covers(p, cand, n_cand, true, 0))
+					return true;
+				continue;
+			}
+			for (k = 0; k < r->n_ports; k++)
+				if (!plain_deny_covers(p, cand, n_cand, false, r->ports[k]))
+					return true;
+		}
+	return false;
 }
 
 const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request *req,

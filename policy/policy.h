@@ -194,6 +194,14 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		      struct sl_decision *ret);
 
 /*
+ * May the DNS server answer for this name (no port, no method known)? True
+ * when sl_policy_decide() would allow a connection to the name on at least
+ * one port: an allow rule names it on a port that no deny rule without
+ * methods and paths takes. IP literals and invalid names are never allowed.
+ */
+bool sl_policy_name_allowed(const struct sl_policy *p, const char *host, size_t len);
+
+/*
  * Say why, in one line of printable ASCII that names the host, the port and
  * the deciding rule, for a 403 body and the audit log. Formatting is kept
  * out of sl_policy_decide() so that deciding stays cheap. Returns buf.

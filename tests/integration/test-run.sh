@@ -67,16 +67,29 @@ try:
     if kind in ("tcp", "tcp6"):
         fam = socket.AF_INET6 if kind == "tcp6" else socket.AF_INET
         s = socket.socket(fam, socket.SOCK_STREAM)
-        s.settimeout(2)
+        s.settimeout(5)
         s.connect((args[0], int(args[1])))
-        out(True, "tcp %s:%s connected" % tuple(args))
+        # Every TCP connection that ignores the proxy is captured by the
+        # gateway, which decides it and, denied, answers 403 (or closes).
+        # Only a real server's behaviour (data, or a silent close) counts
+        # as reaching the target; the canary's counter judges as well.
+        s.sendall(("GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % args[0]).encode())
+        data = s.recv(4096)
+        if data.startswith(b"HTTP/1.1 403") and b"sluice:" in data:
+            out(False, "tcp %s:%s captured and refused by the gateway" % tuple(args))
+        out(True, "tcp %s:%s connected, answered %r" % (args[0], args[1], data[:40]))
     elif kind == "dns":  # a DNS query over UDP; reached only if answered
         q = struct.pack(">HHHHHH", 0x5151, 0x0100, 1, 0, 0, 0) + b"\x07example\x03com\x00\x00\x01\x00\x01"
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.settimeout(1.5)
         s.connect((args[0], 53))
         s.send(q)
-        s.recv(512)
+        a = s.recv(512)
+        # Port 53 anywhere goes to the gateway's DNS, which refuses what
+        # the policy does not name (NXDOMAIN or REFUSED) and forwards
+        # nothing; any other answer would have come from elsewhere.
+        if len(a) >= 4 and a[:2] == q[:2] and (a[3] & 15) in (3, 5):
+            out(False, "dns refused by the gateway (rcode %d)" % (a[3] & 15))
         out(True, "dns answer from " + args[0])
     elif kind == "udp":  # fire and forget: the canary's counter judges
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

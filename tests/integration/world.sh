@@ -15,6 +15,13 @@
 #   world_bg NS CMD...  start CMD in the background in namespace NS
 #   world_canary_count  packets that reached the canary (or came from a
 #                       sandbox address) so far; a bypass test wants 0
+#   world_services NAME=ADDR...
+#                       start dnsmasq (the upstream resolver, queries logged
+#                       to $WORLD_TMP/dns.log) answering each NAME (and its
+#                       subdomains) with ADDR, and the origin (HTTP :80 and
+#                       HTTPS :443 with a self-signed cert for every NAME,
+#                       requests logged to $WORLD_TMP/origin.log) on
+#                       $WORLD_NET_ADDR, in the internet namespace
 #
 #   $WORLD_HOST  "host" namespace:  wh0 203.0.113.1/24, 2001:db8::1/64,
 #                default routes to the internet; IPv4 forwarding ON, the
@@ -127,4 +134,28 @@ world_down() {
 	ip netns del "$WORLD_NET" 2>/dev/null
 	[ -n "${WORLD_TMP:-}" ] && rm -rf "$WORLD_TMP"
 	return 0
+}
+
+world_services() {
+	local here_ T=$WORLD_TMP n san=""
+	here_=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	{
+		echo no-resolv
+		echo no-hosts
+		echo "listen-address=$WORLD_NET_ADDR"
+		echo bind-interfaces
+		echo log-queries
+		echo "log-facility=$T/dns.log"
+		for n in "$@"; do echo "address=/${n%%=*}/${n#*=}"; done
+	} >"$T/dnsmasq.conf"
+	world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+	for n in "$@"; do san="${san:+$san,}DNS:${n%%=*}"; done
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=${1%%=*}" -addext "subjectAltName=$san" \
+		-keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || return 1
+	world_bg "$WORLD_NET" python3 "$here_/lib/origin.py" "$T/origin.log" "$T/cert.pem" \
+		"$T/key.pem" "$WORLD_NET_ADDR"
+	for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
+	[ -e "$T/origin.log.ready" ] || { echo "world: the origin did not start" >&2; return 1; }
+	touch "$T/origin.log"
 }

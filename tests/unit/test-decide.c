@@ -391,6 +391,82 @@ static void test_strings(void **state)
 	assert_string_equal(sl_method_to_string(SL_METHOD_HEAD), "HEAD");
 }
 
+/* The DNS server's question: may this bare name be answered at all? */
+#define NAME_ALLOWED(p, host) assert_true(sl_policy_name_allowed(p, host, strlen(host)))
+#define NAME_DENIED(p, host) assert_false(sl_policy_name_allowed(p, host, strlen(host)))
+
+static void test_name_allowed(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n"
+				   "  - host: api.example.com\n"
+				   "  - host: \"*.cdn.example\"\n"
+				   "  - host: inspected.example\n"
+				   "    methods: [GET]\n"
+				   "  - host: 203.0.113.7\n"
+				   "  - host: gist.cdn.example\n"
+				   "deny:\n"
+				   "  - host: gist.cdn.example\n"
+				   "  - host: \"*.bad.cdn.example\"\n"
+				   "  - host: api.example.com\n"
+				   "    methods: [DELETE]\n");
+
+	(void)state;
+	NAME_ALLOWED(p, "api.example.com");
+	NAME_ALLOWED(p, "API.Example.COM.");
+	NAME_ALLOWED(p, "raw.cdn.example");
+	NAME_ALLOWED(p, "a.b.cdn.example");
+	/* A rule that needs inspection still needs its name resolved, and a
+	 * deny rule for some methods leaves the name usable. */
+	NAME_ALLOWED(p, "inspected.example");
+	NAME_DENIED(p, "cdn.example"); /* a wildcard is strictly below */
+	NAME_DENIED(p, "example.com");
+	NAME_DENIED(p, "x.api.example.com");
+	NAME_DENIED(p, "gist.cdn.example");
+	NAME_DENIED(p, "Gist.CDN.example.");
+	NAME_DENIED(p, "x.bad.cdn.example");
+	/* Addresses are not names: nothing to resolve. */
+	NAME_DENIED(p, "203.0.113.7");
+	NAME_DENIED(p, "");
+	NAME_DENIED(p, "[api.example.com]");
+	NAME_DENIED(p, "api.example.com:443");
+	sl_policy_free(p);
+}
+
+/* The name is allowed exactly when a bare connection to it is allowed on
+ * some port: deny rules with ports take away only those ports. */
+static void test_name_allowed_ports(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "allow:\n"
+				   "  - host: one.example\n"
+				   "    ports: [443]\n"
+				   "  - host: two.example\n"
+				   "    ports: [443, 8443]\n"
+				   "  - host: \"*.three.example\"\n"
+				   "deny:\n"
+				   "  - host: one.example\n"
+				   "    ports: [443]\n"
+				   "  - host: two.example\n"
+				   "    ports: [443]\n"
+				   "  - host: \"*.three.example\"\n"
+				   "    ports: [80, 443]\n");
+	struct sl_policy *none = NULL;
+
+	(void)state;
+	NAME_DENIED(p, "one.example");
+	DENY(p, "one.example", 443, NULL, NULL, SL_REASON_DENY_RULE);
+	NAME_ALLOWED(p, "two.example");
+	ALLOW(p, "two.example", 8443, NULL, NULL);
+	/* Default ports 80 and 443, both denied. */
+	NAME_DENIED(p, "a.three.example");
+	sl_policy_free(p);
+
+	assert_int_equal(sl_policy_new_deny_all(&none), 0);
+	NAME_DENIED(none, "api.example.com");
+	sl_policy_free(none);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +482,8 @@ int main(void)
 		cmocka_unit_test(test_first_allow_decides),
 		cmocka_unit_test(test_many_rules),
 		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_name_allowed),
+		cmocka_unit_test(test_name_allowed_ports),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }

@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Transparent capture: programs that ignore the proxy variables still reach
+# what the policy allows, decided by the TLS ClientHello's SNI, else the
+# HTTP Host header, else the original destination address; everything
+# else is refused, and the connection goes only where the gateway resolved
+# the decided name, never to the address the client chose.
+#
+# Usage: test-capture.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+if [ "$(id -u)" != 0 ]; then
+	echo "# test-capture.sh needs root (network namespaces)"
+	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
+	exit 77
+fi
+for tool in ip nft nsenter python3 curl dnsmasq openssl; do
+	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
+done
+
+. "$here/world.sh"
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $*"; }
+notok() { failed=$((failed + 1)); echo "not ok - $*"; }
+check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
+check_has() {
+	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: $3"; fi
+}
+
+trap world_down EXIT
+trap 'exit 1' INT TERM
+world_up || { echo "not ok - the test world did not come up"; exit 1; }
+T=$WORLD_TMP
+N=$WORLD_NET_ADDR
+world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }
+
+cat >"$T/policy.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80, 443]
+  - host: 203.0.113.2
+    ports: [7]
+P
+chmod 644 "$T/policy.yaml"
+
+# run CMD...: the command in a sandbox, with the proxy variables REMOVED,
+# so every connection it makes is one that ignores the proxy.
+run() {
+	world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" \
+		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
+		-u https_proxy -u ALL_PROXY "$@" 2>&1
+}
+audit_last() { tail -n 1 "$T/audit.log"; }
+
+check "plain HTTP that ignores the proxy is decided by its Host" \
+	"origin GET /plain host=allowed.test body=0" \
+	"$(run curl -sS -m 10 --resolve allowed.test:80:$N http://allowed.test/plain)"
+check_has "... audited as captured http" '"event":"http"' "$(audit_last)"
+check_has "... with its decision" '"host":"allowed.test","port":80,"path":"/plain","status":200,"decision":"allow"' \
+	"$(audit_last)"
+check "HTTPS that ignores the proxy is decided by its SNI (passthrough)" \
+	"origin GET /tls host=allowed.test body=0" \
+	"$(run curl -sS -m 10 -k --resolve allowed.test:443:$N https://allowed.test/tls)"
+check_has "... audited with the SNI" '"tls":"passthrough","sni":"allowed.test"' "$(audit_last)"
+check "a denied Host gets a 403 from the gateway" "403" \
+	"$(run curl -s -m 10 -o /dev/null -w '%{http_code}' --resolve denied.test:80:$N http://denied.test/x)"
+check_has "... audited" '"host":"denied.test","port":80,"path":"/x","status":403,"decision":"deny"' \
+	"$(audit_last)"
+out=$(run curl -sS -m 10 -k --resolve denied.test:443:$N https://denied.test/x)
+check "a denied SNI: the TLS connection is closed" "1" "$(grep -c 'curl: (35)\|curl: (56)\|reset\|closed' <<<"$out")"
+check_has "... audited" '"host":"denied.test","port":443' "$(audit_last)"
+check "an allowed name on a port the policy does not list is refused" "403" \
+	"$(run curl -s -m 10 -o /dev/null -w '%{http_code}' --resolve allowed.test:8080:$N http://allowed.test:8080/)"
+
+# The client aims at the canary while naming an allowed host: the gateway
+# connects to its own resolution of the name, never to the client's address.
+before=$(world_canary_count)
+check "Host: allowed.test sent to the canary's address reaches the real allowed.test" \
+	"origin GET /aimed host=allowed.test body=0" \
+	"$(run curl -sS -m 10 --resolve allowed.test:80:$WORLD_CANARY http://allowed.test/aimed)"
+check "... and the canary saw nothing" "$before" "$(world_canary_count)"
+
+# Neither TLS nor HTTP: decided by the original address, which no name
+# rule can allow.
+out=$(run python3 -c '
+import socket
+s = socket.create_connection(("203.0.113.2", 22), timeout=10)
+s.sendall(b"SSH-2.0-probe\r\n")
+s.settimeout(10)
+try:
+    print("got", s.recv(100))
+except Exception as e:
+    print("closed", type(e).__name__)
+')
+check_has "an opaque protocol to an address no rule allows is closed" "got b''" "$out"
+check_has "... audited with the original address" '"host":"203.0.113.2","port":22' \
+	"$(audit_last)"
+check_has "... and why (the address is allowed, but only on port 7)" '"reason":"port"' \
+	"$(audit_last)"
+
+check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
