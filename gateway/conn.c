@@ -12,8 +12,8 @@
  * libuv handle has closed, and writes its audit record then.
  */
 #include <arpa/inet.h>
-#include <linux/netfilter_ipv4.h>
 #include <errno.h>
+#include <linux/netfilter_ipv4.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,10 +56,10 @@ struct conn {
 	size_t len;
 
 	/* What was asked and decided, for the audit record. */
-	bool is_connect; /* a CONNECT through the explicit proxy */
-	bool captured;   /* redirected to us by the sandbox's nftables */
-	bool tunnel;     /* bytes relayed opaque: CONNECT, or captured non-HTTP */
-	bool tls_seen;   /* a ClientHello was checked */
+	bool is_connect;	 /* a CONNECT through the explicit proxy */
+	bool captured;		 /* redirected to us by the sandbox's nftables */
+	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
+	bool tls_seen;		 /* a ClientHello was checked */
 	struct sockaddr_in orig; /* captured: where the client was going */
 	char orig_str[INET_ADDRSTRLEN];
 	bool parsed;
@@ -69,6 +69,7 @@ struct conn {
 	struct sl_decision dec;
 	bool decided;
 	const char *reason; /* overrides the decision's reason when set */
+	bool refused;	    /* we refused it, whatever the policy said */
 	char sni[256];
 	int status;
 	char client_addr[INET6_ADDRSTRLEN + 8];
@@ -113,24 +114,27 @@ static void conn_free(struct conn *c)
 static void write_audit(struct conn *c)
 {
 	struct sl_audit_record r = {
-		.ts_ms = c->start_wall_ms,
-		.sandbox = c->gw->cfg.sandbox,
-		.event = c->tunnel ? "connect" : "http",
-		.client = c->client_addr,
-		.method = c->parsed ? c->method : NULL,
-		.host = c->decided && c->dec.host[0] ? c->dec.host
-						     : c->captured ? c->orig_str : NULL,
-		.port = c->parsed || c->captured ? c->port : -1,
-		.path = c->path,
-		.status = c->status ? c->status : -1,
-		.decision = c->decided && c->dec.verdict == SL_VERDICT_ALLOW && !c->reason ? "allow"
-											  : "deny",
-		.reason = c->reason ? c->reason : c->decided ? sl_reason_to_string(c->dec.reason) : NULL,
-		.tls = (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough" : NULL,
-		.sni = c->sni[0] ? c->sni : NULL,
-		.bytes_up = (int64_t)c->bytes_up,
-		.bytes_down = (int64_t)c->bytes_down,
-		.duration_ms = (int64_t)(uv_now(c->gw->loop) - c->start_loop_ms),
+	    .ts_ms = c->start_wall_ms,
+	    .sandbox = c->gw->cfg.sandbox,
+	    .event = c->tunnel ? "connect" : "http",
+	    .client = c->client_addr,
+	    .method = c->parsed ? c->method : NULL,
+	    .host = c->decided && c->dec.host[0] ? c->dec.host
+		    : c->captured		 ? c->orig_str
+						 : NULL,
+	    .port = c->parsed || c->captured ? c->port : -1,
+	    .path = c->path,
+	    .status = c->status ? c->status : -1,
+	    .decision =
+		c->decided && c->dec.verdict == SL_VERDICT_ALLOW && !c->refused ? "allow" : "deny",
+	    .reason = c->reason	   ? c->reason
+		      : c->decided ? sl_reason_to_string(c->dec.reason)
+				   : NULL,
+	    .tls = (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough" : NULL,
+	    .sni = c->sni[0] ? c->sni : NULL,
+	    .bytes_up = (int64_t)c->bytes_up,
+	    .bytes_down = (int64_t)c->bytes_down,
+	    .duration_ms = (int64_t)(uv_now(c->gw->loop) - c->start_loop_ms),
 	};
 	char rule[96];
 
@@ -272,6 +276,7 @@ static void respond_error(struct conn *c, int status, const char *reason, const 
 	if (c->state == ST_CLOSING || c->state == ST_RESPONDING)
 		return;
 	c->status = status;
+	c->refused = true;
 	if (reason)
 		c->reason = reason;
 	if (c->captured && c->tunnel) {
@@ -320,7 +325,8 @@ static void timer_fired(uv_timer_t *t)
 		break;
 	case ST_PEEK:
 	case ST_RELAY:
-		c->reason = c->reason ? c->reason : NULL;
+		/* Allowed, relayed, then quiet for too long: not a refusal. */
+		c->reason = "idle-timeout";
 		conn_close(c);
 		break;
 	case ST_RESPONDING:
@@ -409,6 +415,7 @@ static void body_error(struct conn *c)
 		respond_error(c, 400, "bad-request", "bad framing in the request body");
 		return;
 	}
+	c->refused = true;
 	c->reason = "bad-request";
 	conn_close(c);
 }
@@ -541,6 +548,7 @@ static void peek_check(struct conn *c)
 
 	if (r == -EAGAIN) {
 		if (c->len >= HELLO_MAX) {
+			c->refused = true;
 			c->reason = "bad-client-hello";
 			conn_close(c);
 		}
@@ -551,6 +559,7 @@ static void peek_check(struct conn *c)
 		if (h.ech) {
 			/* The outer SNI of an Encrypted ClientHello is not the
 			 * real destination: nothing here can be decided. */
+			c->refused = true;
 			c->reason = "ech";
 			conn_close(c);
 			return;
@@ -563,6 +572,7 @@ static void peek_check(struct conn *c)
 
 			if (sl_host_normalize(h.sni, strlen(h.sni), norm, &kind, NULL) < 0 ||
 			    strcmp(norm, c->dec.host) != 0) {
+				c->refused = true;
 				c->reason = "sni-mismatch";
 				conn_close(c);
 				return;
@@ -570,6 +580,7 @@ static void peek_check(struct conn *c)
 		}
 	} else if (r != -EINVAL) {
 		/* It claimed to be TLS but is malformed. */
+		c->refused = true;
 		c->reason = "bad-client-hello";
 		conn_close(c);
 		return;
@@ -602,6 +613,7 @@ static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (c->len + (size_t)nread > HELLO_MAX) {
 		free(buf->base);
+		c->refused = true;
 		c->reason = "bad-client-hello";
 		conn_close(c);
 		return;
@@ -623,9 +635,9 @@ static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
 {
-	static const char *const always[] = { "connection", "keep-alive", "proxy-connection",
-					      "proxy-authorization", "proxy-authenticate", "te",
-					      "upgrade", "trailer" };
+	static const char *const always[] = {
+	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
+	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
 	const struct sl_http_span *conn_hdr;
 	size_t i;
 
@@ -771,7 +783,8 @@ static void connected(uv_connect_t *req, int status)
 
 	/* Plain HTTP: the rewritten head, then whatever part of the body
 	 * came with it, then the relay. */
-	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <= 0 ||
+	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
+		0 ||
 	    build_forward_head(c, &r, &head, &head_len) < 0) {
 		respond_error(c, 400, "bad-request", "request head could not be forwarded");
 		return;
@@ -815,8 +828,8 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	struct sockaddr_storage to;
 	int r;
 
-	memcpy(&to, sa, sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-						  : sizeof(struct sockaddr_in6));
+	memcpy(&to, sa,
+	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 	if (to.ss_family == AF_INET)
 		((struct sockaddr_in *)&to)->sin_port = htons(c->port);
 	else
@@ -853,9 +866,10 @@ static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
 
 	for (i = 0; i < a->n; i++) {
 		const struct sockaddr *sa = (const struct sockaddr *)&a->addr[i];
-		const uint8_t *bytes = sa->sa_family == AF_INET
-					       ? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
-					       : (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		const uint8_t *bytes =
+		    sa->sa_family == AF_INET
+			? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
+			: (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
 		const char *special = sl_gw_addr_special(sa->sa_family, bytes);
 
 		if (sl_gw_is_local(c->gw, sa)) {
@@ -890,8 +904,9 @@ static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 		return;
 	if (status < 0) {
 		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host,
-			 status == -ENOENT ? "no such name" : status == -ETIMEDOUT ? "timed out"
-										: "resolver error");
+			 status == -ENOENT	? "no such name"
+			 : status == -ETIMEDOUT ? "timed out"
+						: "resolver error");
 		respond_error(c, 502, "resolve-failed", msg);
 		return;
 	}
@@ -921,12 +936,12 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 			  size_t path_len)
 {
 	struct sl_request q = {
-		.host = host,
-		.host_len = host_len,
-		.port = c->port,
-		.method = c->tunnel ? NULL : c->method,
-		.path = c->tunnel ? NULL : path,
-		.path_len = c->tunnel ? 0 : path_len,
+	    .host = host,
+	    .host_len = host_len,
+	    .port = c->port,
+	    .method = c->tunnel ? NULL : c->method,
+	    .path = c->tunnel ? NULL : path,
+	    .path_len = c->tunnel ? 0 : path_len,
 	};
 	char why[512];
 	int r;
@@ -934,8 +949,8 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 	sl_policy_decide(c->pol->p, &q, &c->dec);
 	c->decided = true;
 	if (c->dec.verdict != SL_VERDICT_ALLOW) {
-		respond_error(c, 403, NULL, sl_policy_explain(c->pol->p, &q, &c->dec, why,
-							      sizeof(why)));
+		respond_error(c, 403, NULL,
+			      sl_policy_explain(c->pol->p, &q, &c->dec, why, sizeof(why)));
 		return;
 	}
 	if (c->tunnel && c->dec.inspect) {
@@ -978,10 +993,10 @@ static void handle_head(struct conn *c, const struct sl_http_request *r)
 		const char *host;
 		size_t host_len;
 
-		if (sl_host_split(r->target.p, r->target.len, &host, &host_len, &c->port, &why) < 0 ||
+		if (sl_host_split(r->target.p, r->target.len, &host, &host_len, &c->port, &why) <
+			0 ||
 		    c->port == 0) {
-			respond_error(c, 400, "bad-request",
-				      why ? why : "CONNECT needs host:port");
+			respond_error(c, 400, "bad-request", why ? why : "CONNECT needs host:port");
 			return;
 		}
 		decide_and_go(c, host, host_len, NULL, 0);
@@ -1039,6 +1054,7 @@ static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (nread <= 0) {
 		free(buf->base);
 		if (nread < 0) {
+			c->refused = true;
 			c->reason = c->len ? "incomplete-request" : "no-request";
 			conn_close(c);
 		}
@@ -1069,7 +1085,6 @@ static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	uv_timer_stop(&c->timer);
 	handle_head(c, &r);
 }
-
 
 /* ---- transparent capture: decide by SNI, else Host, else the address ---- */
 
@@ -1132,6 +1147,7 @@ static void capture_classify(struct conn *c)
 
 		if (r == -EAGAIN) {
 			if (c->len >= HELLO_MAX) {
+				c->refused = true;
 				c->reason = "bad-client-hello";
 				conn_close(c);
 			}
@@ -1141,6 +1157,7 @@ static void capture_classify(struct conn *c)
 		uv_timer_stop(&c->timer);
 		c->tunnel = true;
 		if (r < 0 || h.ech) {
+			c->refused = true;
 			c->reason = r < 0 ? "bad-client-hello" : "ech";
 			conn_close(c);
 			return;
@@ -1187,12 +1204,13 @@ static void capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
 	size_t cap = c->gw->cfg.max_header_bytes + 1 > HELLO_MAX ? c->gw->cfg.max_header_bytes + 1
-								   : HELLO_MAX;
+								 : HELLO_MAX;
 	char *grown;
 
 	if (nread <= 0) {
 		free(buf->base);
 		if (nread < 0) {
+			c->refused = true;
 			c->reason = c->len ? "incomplete-request" : "no-request";
 			conn_close(c);
 		}
@@ -1243,6 +1261,7 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 	gw->n_conns++;
 
 	if (uv_accept(server, (uv_stream_t *)&c->client) < 0) {
+		c->refused = true;
 		c->reason = "accept-failed";
 		conn_close(c);
 		return;
@@ -1251,11 +1270,13 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		uint16_t port = 0;
 
 		if (peer.ss_family == AF_INET) {
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, ip, sizeof(ip));
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, ip,
+				  sizeof(ip));
 			port = ntohs(((struct sockaddr_in *)&peer)->sin_port);
 			snprintf(c->client_addr, sizeof(c->client_addr), "%s:%u", ip, port);
 		} else {
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, ip, sizeof(ip));
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, ip,
+				  sizeof(ip));
 			port = ntohs(((struct sockaddr_in6 *)&peer)->sin6_port);
 			snprintf(c->client_addr, sizeof(c->client_addr), "[%s]:%u", ip, port);
 		}
@@ -1278,6 +1299,7 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0 ||
 		    getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &c->orig, &len) < 0 ||
 		    c->orig.sin_family != AF_INET) {
+			c->refused = true;
 			c->reason = "no-original-destination";
 			conn_close(c);
 			return;

@@ -77,6 +77,16 @@ for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
 [ -e "$T/origin.log.ready" ] || { echo "not ok - the origin did not start"; exit 1; }
 touch "$T/origin.log"
 
+# Port 9 of the internet drops SYNs: a connect there never completes.
+world_net nft -f - <<'NFT'
+table inet blackhole {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		tcp dport 9 drop
+	}
+}
+NFT
+
 policy() {
 	cat >"$T/policy.yaml"
 }
@@ -84,7 +94,7 @@ policy <<'P'
 version: 1
 allow:
   - host: allowed.test
-    ports: [80, 443]
+    ports: [80, 443, 9]
   - host: private.test
   - host: loop.test
   - host: meta.test
@@ -101,7 +111,8 @@ P
 start_gateway() {
 	world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen $GW \
 		--resolver "$WORLD_NET_ADDR:53" --audit "$T/audit.log" --sandbox test \
-		--header-timeout 1000 --max-connections 20 --max-header-bytes 4096 "$@" \
+		--header-timeout 1000 --max-connections 20 --max-header-bytes 4096 \
+		--connect-timeout 1500 --idle-timeout 3000 "$@" \
 		>>"$T/gw.log" 2>&1
 	gw_pid=$!
 	for _ in $(seq 50); do
@@ -217,6 +228,18 @@ check "past --max-connections, new connections get 503" "5" "$(raw hold 25 0)"
 check "the gateway is alive after all of that" "origin GET /alive host=allowed.test body=0" \
 	"$(curl_ http://allowed.test/alive)"
 
+# ---- time limits ----
+start=$(date +%s%N)
+check "an upstream that never answers: 504 after --connect-timeout" "504" \
+	"$(code http://allowed.test:9/)"
+took=$((($(date +%s%N) - start) / 1000000))
+check_has "... audited as connect-timeout" '"reason":"connect-timeout"' "$(audit_last)"
+if [ "$took" -lt 5000 ]; then ok "... within the limit (${took} ms)"; else notok "... took ${took} ms"; fi
+check "a tunnel silent past --idle-timeout is closed" "HTTP/1.1 200 OK | closed" \
+	"$(raw idle allowed.test 80 4)"
+check_has "... audited as idle-timeout, still an allowed exchange" \
+	'"decision":"allow","rule":"allow[1]","reason":"idle-timeout"' "$(audit_last)"
+
 # ---- the audit log ----
 lines=$(wc -l <"$T/audit.log")
 bad=$("$PY" - "$T/audit.log" <<'PYCHECK'
@@ -235,6 +258,11 @@ PYCHECK
 check "all $lines audit lines are JSON with every field" "0" "$bad"
 
 # ---- reload ----
+rm -f "$T/go"
+world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 tunnel allowed.test 80 "$T/go" \
+	>"$T/tunnel.out" 2>&1 &
+tunnel_pid=$!
+sleep 1
 policy <<'P'
 version: 1
 allow:
@@ -242,6 +270,10 @@ allow:
 P
 kill -HUP "$gw_pid"
 sleep 0.5
+touch "$T/go"
+wait "$tunnel_pid"
+check "a reload does not drop a tunnel that is already open" "HTTP/1.1 200 OK | HTTP/1.1 200 OK" \
+	"$(cat "$T/tunnel.out")"
 check "after SIGHUP the new policy allows what it names" "200" "$(code http://denied.test/now)"
 check "... and denies what it no longer names" "403" "$(code http://allowed.test/now)"
 echo "version: 1

@@ -8,6 +8,14 @@
 #                      "handshake-ok" or "closed"
 #   hold N SECONDS     open N connections, send nothing; print how many got
 #                      an immediate 503
+#   tunnel HOST PORT WAIT_FILE
+#                      CONNECT HOST:PORT, one request through it; then wait
+#                      (bounded) for WAIT_FILE to exist and send another on
+#                      the same tunnel; print both status lines
+#   idle HOST PORT SECONDS
+#                      CONNECT, one request, SECONDS of silence, another
+#                      request; print the first status and "closed" or the
+#                      second status
 import socket, ssl, sys, time
 
 host, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -76,3 +84,50 @@ elif mode == "hold":
             pass
     print(refused)
     time.sleep(secs)
+elif mode in ("tunnel", "idle"):
+    target, tport = sys.argv[4], sys.argv[5]
+    s = connect()
+    s.sendall(("CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (target, tport, target, tport)).encode())
+    head = read_response(s)
+    if not head.startswith(b"HTTP/1.1 200"):
+        print("no-tunnel " + head.split(b"\r\n")[0].decode("latin-1"))
+        sys.exit(0)
+
+    def one(path):
+        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path, target)).encode())
+        s.settimeout(10)
+        r = b""
+        try:
+            while b"\r\n\r\n" not in r:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                r += chunk
+            head, _, body = r.partition(b"\r\n\r\n")
+            n = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    n = int(line.split(b":")[1])
+            while len(body) < n:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                body += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+        return r.split(b"\r\n")[0].decode("latin-1") if r else "closed"
+
+    first = one("/tunnel-1")
+    if mode == "tunnel":
+        import os
+        for _ in range(100):
+            if os.path.exists(sys.argv[6]):
+                break
+            time.sleep(0.1)
+    else:
+        time.sleep(float(sys.argv[6]))
+    try:
+        second = one("/tunnel-2")
+    except OSError:
+        second = "closed"
+    print(first + " | " + second)
