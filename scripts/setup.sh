@@ -18,7 +18,7 @@ demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux)
 test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3
 	iproute2 nftables util-linux bubblewrap procps
-	curl dnsmasq-base openssl ca-certificates
+	curl dnsmasq-base openssl ca-certificates bind9-dnsutils
 )
 
 pkgs=("${build_pkgs[@]}")

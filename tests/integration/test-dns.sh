@@ -120,6 +120,15 @@ check "a name under an allowed wildcard resolves" "$WORLD_NET_ADDR" "$(dig_ +sho
 check "TCP: dig +tcp A allowed.test" "$WORLD_NET_ADDR" "$(dig_ +tcp +short A allowed.test)"
 check "TCP: python, one query" "0 60 $WORLD_NET_ADDR" "$(dq q allowed.test A tcp)"
 check "TCP: 12 pipelined queries on one connection are all answered" 12 "$(dq pipeline 12)"
+check "TCP: 100 pipelined queries (more than the 16 in flight) are all answered" 100 \
+	"$(dq pipeline 100)"
+check "TCP: after a half-close the replies still come" 20 "$(dq pipeline 20 halfclose)"
+out=$(dq idle)
+if [ "$out" -ge 9 ] 2>/dev/null && [ "$out" -le 12 ]; then
+	ok "TCP: an idle connection is closed after 10 s"
+else
+	notok "TCP: an idle connection is closed after 10 s: after $out s"
+fi
 out=$(dig_ TXT allowed.test)
 check "TXT for an allowed name: NOERROR" NOERROR "$(status_of "$out")"
 check_has "... with no answer (NODATA)" "ANSWER: 0" "$out"

@@ -21,7 +21,8 @@
 #                       subdomains) with ADDR, and the origin (HTTP :80 and
 #                       HTTPS :443 with a self-signed cert for every NAME,
 #                       requests logged to $WORLD_TMP/origin.log) on
-#                       $WORLD_NET_ADDR, in the internet namespace
+#                       $WORLD_NET_ADDR, in the internet namespace; with
+#                       WORLD_ORIGIN_ROOT set, /files/PATH serves its files
 #
 #   $WORLD_HOST  "host" namespace:  wh0 203.0.113.1/24, 2001:db8::1/64,
 #                default routes to the internet; IPv4 forwarding ON, the
@@ -153,8 +154,8 @@ world_services() {
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 		-subj "/CN=${1%%=*}" -addext "subjectAltName=$san" \
 		-keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || return 1
-	world_bg "$WORLD_NET" python3 "$here_/lib/origin.py" "$T/origin.log" "$T/cert.pem" \
-		"$T/key.pem" "$WORLD_NET_ADDR"
+	world_bg "$WORLD_NET" env ORIGIN_ROOT="${WORLD_ORIGIN_ROOT:-}" python3 "$here_/lib/origin.py" \
+		"$T/origin.log" "$T/cert.pem" "$T/key.pem" "$WORLD_NET_ADDR"
 	for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
 	[ -e "$T/origin.log.ready" ] || { echo "world: the origin did not start" >&2; return 1; }
 	touch "$T/origin.log"

@@ -6,7 +6,8 @@ would (garbage, truncated messages, floods, pipelined TCP).
     dnsclient.py SERVER q NAME TYPE [tcp]   print "RCODE TTL ADDR..." (or "noreply")
     dnsclient.py SERVER garbage             odd messages over UDP, one verdict each
     dnsclient.py SERVER tcpgarbage          a bad TCP length prefix: closed?
-    dnsclient.py SERVER pipeline N          N queries in one TCP write; count replies
+    dnsclient.py SERVER pipeline N [halfclose]  N queries in one TCP write; count replies
+    dnsclient.py SERVER idle                seconds until an idle TCP connection is closed
     dnsclient.py SERVER flood N NAME...     N UDP queries at once; count replies per rcode
     dnsclient.py SERVER conns N             open N TCP connections; how many stay open
 """
@@ -156,7 +157,7 @@ def cmd_tcpgarbage(server):
         print("open")
 
 
-def cmd_pipeline(server, n):
+def cmd_pipeline(server, n, halfclose=False):
     s = socket.create_connection((server, 53), 5)
     want = {}
     out = b""
@@ -166,6 +167,8 @@ def cmd_pipeline(server, n):
         want[qid] = 0 if name == "allowed.test" else 3
         out += struct.pack(">H", len(msg)) + msg
     s.sendall(out)
+    if halfclose:  # RFC 7766 6.2.4: the replies must still come
+        s.shutdown(socket.SHUT_WR)
     good = 0
     deadline = time.monotonic() + 10
     while want and time.monotonic() < deadline:
@@ -177,6 +180,18 @@ def cmd_pipeline(server, n):
             good += 1
     s.close()
     print(good)
+
+
+def cmd_idle(server):
+    """Seconds until the server closes a connection that says nothing."""
+    s = socket.create_connection((server, 53), 5)
+    s.settimeout(30)
+    start = time.monotonic()
+    try:
+        s.recv(1)
+    except (socket.timeout, OSError):
+        pass
+    print(round(time.monotonic() - start))
 
 
 def cmd_flood(server, n, names):
@@ -235,7 +250,9 @@ def main():
     elif cmd == "tcpgarbage":
         cmd_tcpgarbage(server)
     elif cmd == "pipeline":
-        cmd_pipeline(server, int(args[0]))
+        cmd_pipeline(server, int(args[0]), len(args) > 1 and args[1] == "halfclose")
+    elif cmd == "idle":
+        cmd_idle(server)
     elif cmd == "flood":
         cmd_flood(server, int(args[0]), args[1:])
     elif cmd == "conns":

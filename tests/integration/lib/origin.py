@@ -3,7 +3,9 @@
 # when a certificate is given. Logs every request line it serves (one per
 # line) to LOG, so tests can prove what did and did not reach the origin.
 # Usage: origin.py LOG CERT|- KEY|- ADDR...   (runs until killed)
-import http.server, socketserver, ssl, sys, threading
+# With ORIGIN_ROOT set, GET /files/PATH serves that file (404 if missing),
+# enough for a dumb-HTTP git clone.
+import http.server, os, socketserver, ssl, sys, threading
 
 log_path, cert, key, addrs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 lock = threading.Lock()
@@ -18,6 +20,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def handle_one(self):
         with lock, open(log_path, "a") as f:
             f.write("%s %s host=%s\n" % (self.command, self.path, self.headers.get("Host")))
+        root = os.environ.get("ORIGIN_ROOT")
+        if root and self.path.startswith("/files/") and self.command in ("GET", "HEAD"):
+            rel = self.path[len("/files/"):].split("?")[0]
+            full = os.path.realpath(os.path.join(root, rel))
+            if full.startswith(os.path.realpath(root) + "/") and os.path.isfile(full):
+                data = open(full, "rb").read()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command == "GET":
+                    self.wfile.write(data)
+            else:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            return
         body = b""
         n = int(self.headers.get("Content-Length") or 0)
         if n:
