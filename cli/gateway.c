@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]
- *                [--resolver ADDR[:PORT]] [--sandbox NAME] [limits...]
+ *                [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]
+ *                [limits...]
  *
  * Runs the gateway on its own: an explicit proxy (CONNECT and absolute-form
  * HTTP/1.1) that lets through exactly what the policy allows, resolving
- * names itself and refusing private addresses. SIGHUP reloads the policy
- * (a policy that fails to load leaves the running one in force), SIGUSR1
- * reopens the audit log, SIGINT and SIGTERM stop it.
+ * names itself and refusing private addresses. With --dns it also answers
+ * DNS for the names the policy allows (NXDOMAIN for every other name).
+ * SIGHUP reloads the policy (a policy that fails to load leaves the running
+ * one in force), SIGUSR1 reopens the audit log, SIGINT and SIGTERM stop it.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -28,9 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "addr.h"
+#include "dns-map.h"
 #include "dns-wire.h"
 #include "gateway-internal.h"
 #include "macro.h"
@@ -46,19 +46,9 @@
 #define DNS_TTL_MAX 60          /* a policy reload takes effect within a minute */
 #define DNS_REPLY_MAX 2048      /* 8 addresses, the question and OPT fit easily */
 #define DNS_MAP_MAX 4096
-#define DNS_MAP_BUCKETS 1024
 /* A client may connect a little after the TTL we gave it runs out (it
  * looked the name up just before; a TTL of 0 still precedes a connect). */
 #define DNS_MAP_GRACE_MS 10000
-
-struct map_entry {
-	int family;
-	uint8_t addr[16];
-	char name[SL_DNS_NAME_BUF];
-	uint64_t expires_ms;
-	struct map_entry *hnext;       /* hash chain */
-	struct map_entry *older, *newer; /* age list */
-};
 
 struct dns_tcp;
 
@@ -108,114 +98,17 @@ struct sl_gw_dns {
 	struct dns_query *queries;
 	struct dns_tcp *conns;
 	uint8_t udp_buf[DNS_TCP_MSG_MAX];
-
-	/* address -> name, the most recent answer for each address */
-	struct map_entry *buckets[DNS_MAP_BUCKETS];
-	struct map_entry *oldest, *newest;
-	size_t n_map;
-	uint64_t seed;
+	struct sl_dns_map *map; /* what we answered: address -> name */
 };
 
 /* ---- The address map ---- */
 
-/* FNV-1a with a random seed: the addresses come from answers for names a
- * client may control, so it must not be able to choose colliding ones. */
-static size_t map_hash(uint64_t seed, int family, const uint8_t *addr)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-	size_t i, n = family == AF_INET ? 4 : 16;
-
-	h = (h ^ (uint64_t)family) * 0x100000001b3ULL;
-	for (i = 0; i < n; i++)
-		h = (h ^ addr[i]) * 0x100000001b3ULL;
-	return (size_t)(h ^ (h >> 31)) & (DNS_MAP_BUCKETS - 1);
-}
-
-static struct map_entry **map_slot(struct sl_gw_dns *d, int family, const uint8_t *addr)
-{
-	struct map_entry **p = &d->buckets[map_hash(d->seed, family, addr)];
-	size_t n = family == AF_INET ? 4 : 16;
-
-	for (; *p; p = &(*p)->hnext)
-		if ((*p)->family == family && !memcmp((*p)->addr, addr, n))
-			break;
-	return p;
-}
-
-static void age_unlink(struct sl_gw_dns *d, struct map_entry *e)
-{
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		d->oldest = e->newer;
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		d->newest = e->older;
-	e->older = e->newer = NULL;
-}
-
-static void age_push(struct sl_gw_dns *d, struct map_entry *e)
-{
-	e->older = d->newest;
-	e->newer = NULL;
-	if (d->newest)
-		d->newest->newer = e;
-	else
-		d->oldest = e;
-	d->newest = e;
-}
-
-static void map_remove(struct sl_gw_dns *d, struct map_entry *e)
-{
-	struct map_entry **p = map_slot(d, e->family, e->addr);
-
-	*p = e->hnext;
-	age_unlink(d, e);
-	d->n_map--;
-	free(e);
-}
-
-static void map_put(struct sl_gw_dns *d, int family, const uint8_t *addr, const char *name,
-		    uint64_t expires_ms)
-{
-	struct map_entry **p = map_slot(d, family, addr), *e = *p;
-
-	if (e) {
-		age_unlink(d, e);
-	} else {
-		if (d->n_map >= DNS_MAP_MAX) {
-			/* Oldest out: the entry answered longest ago. */
-			map_remove(d, d->oldest);
-			p = map_slot(d, family, addr);
-		}
-		e = calloc(1, sizeof(*e));
-		if (!e)
-			return;
-		e->family = family;
-		memcpy(e->addr, addr, family == AF_INET ? 4 : 16);
-		*p = e;
-		d->n_map++;
-	}
-	snprintf(e->name, sizeof(e->name), "%s", name);
-	e->expires_ms = expires_ms;
-	age_push(d, e);
-}
-
-static void map_clear(struct sl_gw_dns *d)
-{
-	while (d->oldest)
-		map_remove(d, d->oldest);
-}
-
 int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char *name,
 		       size_t size)
 {
-	struct sl_gw_dns *d = gw->dns;
 	const uint8_t *a;
-	struct map_entry *e;
 
-	if (!d)
+	if (!gw->dns)
 		return -ENOENT;
 	if (addr->sa_family == AF_INET)
 		a = (const uint8_t *)&((const struct sockaddr_in *)addr)->sin_addr;
@@ -223,13 +116,7 @@ int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char
 		a = (const uint8_t *)&((const struct sockaddr_in6 *)addr)->sin6_addr;
 	else
 		return -EAFNOSUPPORT;
-	e = *map_slot(d, addr->sa_family, a);
-	if (!e || e->expires_ms <= uv_now(gw->loop))
-		return -ENOENT;
-	if (strlen(e->name) >= size)
-		return -ENOBUFS;
-	memcpy(name, e->name, strlen(e->name) + 1);
-	return 0;
+	return sl_dns_map_get(gw->dns->map, addr->sa_family, a, uv_now(gw->loop), name, size);
 }
 
 /* ---- Audit ---- */
@@ -440,8 +327,9 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 
 	dq->req = NULL;
 	if (status == -ENOENT) {
-		/* The name does not exist upstream either; NXDOMAIN says so
-		 * truthfully and lets the client stop at once. */
+		/* Upstream has no address for the name (c-ares folds "no
+		 * such name" and "no A or AAAA" together): NXDOMAIN lets
+		 * the client stop at once instead of retrying a SERVFAIL. */
 		rcode = SL_DNS_RCODE_NXDOMAIN;
 		reason = "resolve-failed";
 	} else if (status < 0) {
@@ -471,7 +359,7 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 			reason = "private-address";
 		expires = uv_now(d->gw->loop) + (uint64_t)ttl * 1000 + DNS_MAP_GRACE_MS;
 		for (i = 0; i < n; i++)
-			map_put(d, family, ans[i].addr, dq->q.qname, expires);
+			(void)sl_dns_map_put(d->map, family, ans[i].addr, dq->q.qname, expires);
 	}
 	query_unlink(dq);
 	sent = reply(d, dq->tcp, (const struct sockaddr *)&dq->peer, &dq->q, rcode, ans, n, ttl);
@@ -887,8 +775,12 @@ int sl_gw_listen_dns(struct sl_gw *gw, const char *addr_port, char *err, size_t 
 		snprintf(err, errlen, "--dns: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	if (getrandom(&d->seed, sizeof(d->seed), GRND_NONBLOCK) != sizeof(d->seed))
-		d->seed = (uint64_t)(uintptr_t)d ^ uv_hrtime();
+	r = sl_dns_map_new(DNS_MAP_MAX, &d->map);
+	if (r < 0) {
+		free(d);
+		snprintf(err, errlen, "--dns: %s", strerror(-r));
+		return r;
+	}
 	d->gw = gw;
 	gw->dns = d;
 
@@ -947,7 +839,7 @@ void sl_gw_dns_free(struct sl_gw *gw)
 {
 	if (!gw->dns)
 		return;
-	map_clear(gw->dns);
+	sl_dns_map_free(gw->dns->map);
 	free(gw->dns);
 	gw->dns = NULL;
 }
