@@ -1088,11 +1088,18 @@ static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- transparent capture: decide by SNI, else Host, else the address ---- */
 
-/* The original destination is the only name we have: decide it as an
- * address (an address rule may allow it; name rules never do). */
+/* Neither SNI nor Host: the name whose DNS answer (ours, to this sandbox)
+ * gave out the original destination address decides; failing that, the
+ * address itself, which only an address rule can allow. */
 static void decide_by_address(struct conn *c)
 {
+	char name[SL_HOST_BUF];
+
 	c->tunnel = true;
+	if (sl_gw_dns_name_for(c->gw, (const struct sockaddr *)&c->orig, name, sizeof(name)) == 0) {
+		decide_and_go(c, name, strlen(name), NULL, 0);
+		return;
+	}
 	decide_and_go(c, c->orig_str, strlen(c->orig_str), NULL, 0);
 }
 

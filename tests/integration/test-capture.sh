@@ -105,6 +105,21 @@ check_has "... audited with the original address" '"host":"203.0.113.2","port":2
 check_has "... and why (the address is allowed, but only on port 7)" '"reason":"port"' \
 	"$(audit_last)"
 
+# Neither TLS nor HTTP, to an address the sandbox got from the gateway's
+# own DNS: the name that answer was for decides.
+out=$(run python3 -c '
+import socket
+addr = socket.getaddrinfo("allowed.test", 80, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+s = socket.create_connection(addr, timeout=10)
+s.sendall(b"\x00opaque\r\n\r\n")
+s.settimeout(10)
+print("got", s.recv(12))
+')
+# (The origin, an HTTP server, answers the garbage with an error page.)
+check_has "an opaque protocol to an address our DNS gave out for an allowed name goes through" \
+	"got b'<!DOCTYPE HT'" "$out"
+check_has "... decided by that name" '"host":"allowed.test","port":80' "$(audit_last)"
+
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
