@@ -160,7 +160,7 @@ static void audit_blocked(const struct sl_nft_blocked *b, void *userdata)
 /* Nothing is dropped silently: what the kernel could not queue for us is
  * audited as a count. An overflow is reported once the next copy's
  * sequence number says how much it cost, or at the end as such. */
-static void audit_losses(struct gw_thread *t, bool final)
+static uint64_t audit_losses(struct gw_thread *t, bool final)
 {
 	struct sl_nft_nflog_losses l;
 	char reason[96];
@@ -184,24 +184,28 @@ static void audit_losses(struct gw_thread *t, bool final)
 	else if (final && t->nflog_overflows)
 		snprintf(reason, sizeof(reason), "blocked-packets-lost: unknown");
 	else
-		return;
+		return l.overflows;
 	t->nflog_overflows = 0;
 	rec.ts_ms = sl_audit_now_ms();
 	(void)sl_audit_write(t->audit, &rec);
+	return l.overflows;
 }
 
 static void nflog_poll_cb(uv_poll_t *p, int status, int events)
 {
 	struct gw_thread *t = container_of(p, struct gw_thread, nflog_poll);
-	int r = status;
+	uint64_t overflows;
+	int r;
 
-	if (r >= 0)
-		r = sl_nft_nflog_read(t->nflog, NFLOG_READS_PER_WAKEUP, audit_blocked, t);
-	audit_losses(t, false);
+	r = sl_nft_nflog_read(t->nflog, NFLOG_READS_PER_WAKEUP, audit_blocked, t);
+	overflows = audit_losses(t, false);
+	/* An overflow sets the socket's error, which libuv reports as
+	 * POLLERR (UV_EBADF) and stops the handle. Reading it cleared it:
+	 * carry on. Any other error is not transient: stop rather than spin
+	 * on it. (libuv's status is a negative errno on Linux too.) */
+	if (r >= 0 && status < 0)
+		r = r > 0 || overflows ? uv_poll_start(p, UV_READABLE, nflog_poll_cb) : status;
 	if (r < 0) {
-		/* Not a transient state (that is EAGAIN or ENOBUFS, handled
-		 * below us): stop rather than spin on it. (libuv's status is a
-		 * negative errno on Linux too.) */
 		fprintf(stderr, "sluice run: reading blocked packets: %s; no longer audited\n",
 			strerror(-r));
 		uv_poll_stop(p);

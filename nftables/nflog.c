@@ -13,6 +13,7 @@
  */
 /* Before any linux/ header, which would define these types again. */
 #include <netinet/in.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/netfilter.h>
@@ -183,8 +184,8 @@ stop:
 int sl_nft_blocked_parse(const uint8_t *pkt, size_t len, int family_hint,
 			 struct sl_nft_blocked *ret)
 {
-	struct sl_nft_blocked b = { .uid_or_minus1 = (uint32_t)-1 };
-	struct rd r = { .p = pkt, .len = pkt ? len : 0 };
+	struct sl_nft_blocked b = {.uid_or_minus1 = (uint32_t)-1};
+	struct rd r = {.p = pkt, .len = pkt ? len : 0};
 	uint8_t v;
 	int family, e;
 
@@ -224,9 +225,9 @@ struct sl_nft_nflog {
 
 static int put_config(struct sl_nft_nflog *l, char *buf, uint32_t seq)
 {
-	struct nfulnl_msg_config_cmd cmd = { .command = NFULNL_CFG_CMD_BIND };
-	struct nfulnl_msg_config_mode mode = { .copy_range = htonl(COPY_RANGE),
-					       .copy_mode = NFULNL_COPY_PACKET };
+	struct nfulnl_msg_config_cmd cmd = {.command = NFULNL_CFG_CMD_BIND};
+	struct nfulnl_msg_config_mode mode = {.copy_range = htonl(COPY_RANGE),
+					      .copy_mode = NFULNL_COPY_PACKET};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct nfgenmsg *g;
 
@@ -242,6 +243,11 @@ static int put_config(struct sl_nft_nflog *l, char *buf, uint32_t seq)
 	/* Every copy numbered, so a gap is a count of lost packets. (NFULA_UID
 	 * needs no flag: it comes whenever the sending socket has an owner.) */
 	mnl_attr_put_u16(nlh, NFULA_CFG_FLAGS, htons(NFULNL_CFG_F_SEQ));
+	/* Send each copy at once. The default batches up to 100 copies for up
+	 * to a second in the kernel, and whatever is still batched when the
+	 * socket closes is gone: the last attempts before the command exits
+	 * would never be audited. */
+	mnl_attr_put_u32(nlh, NFULA_CFG_QTHRESH, htonl(1));
 	return (int)nlh->nlmsg_len;
 }
 
@@ -283,7 +289,7 @@ static int read_ack(struct sl_nft_nflog *l, uint32_t seq, char *msg, size_t msgl
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		struct pollfd p = { .fd = mnl_socket_get_fd(l->nl), .events = POLLIN };
+		struct pollfd p = {.fd = mnl_socket_get_fd(l->nl), .events = POLLIN};
 		long left;
 		ssize_t n;
 		int len;
@@ -378,8 +384,8 @@ static void note_seq(struct sl_nft_nflog *l, uint32_t seq)
 	l->next_seq = seq + 1;
 }
 
-static void handle_packet(struct sl_nft_nflog *l, const struct nlmsghdr *nlh,
-			  sl_nft_blocked_fn fn, void *userdata)
+static void handle_packet(struct sl_nft_nflog *l, const struct nlmsghdr *nlh, sl_nft_blocked_fn fn,
+			  void *userdata)
 {
 	const struct nfgenmsg *g;
 	const struct nlattr *a;
@@ -394,8 +400,11 @@ static void handle_packet(struct sl_nft_nflog *l, const struct nlmsghdr *nlh,
 		return;
 	g = mnl_nlmsg_get_payload(nlh);
 	/* For an inet table the kernel logs with the packet's own family. */
-	hint = g->nfgen_family == NFPROTO_IPV4 ? AF_INET :
-	       g->nfgen_family == NFPROTO_IPV6 ? AF_INET6 : AF_UNSPEC;
+	hint = AF_UNSPEC;
+	if (g->nfgen_family == NFPROTO_IPV4)
+		hint = AF_INET;
+	else if (g->nfgen_family == NFPROTO_IPV6)
+		hint = AF_INET6;
 	mnl_attr_for_each(a, nlh, sizeof(*g)) {
 		switch (mnl_attr_get_type(a)) {
 		case NFULA_PREFIX:
@@ -465,7 +474,7 @@ int sl_nft_nflog_read(struct sl_nft_nflog *l, unsigned max_datagrams, sl_nft_blo
 void sl_nft_nflog_take_losses(struct sl_nft_nflog *l, struct sl_nft_nflog_losses *ret)
 {
 	*ret = l->losses;
-	l->losses = (struct sl_nft_nflog_losses){ 0 };
+	l->losses = (struct sl_nft_nflog_losses){0};
 }
 
 void sl_nft_nflog_close(struct sl_nft_nflog *l)

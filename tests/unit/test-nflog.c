@@ -29,8 +29,11 @@
 static size_t ip4(uint8_t *p, uint8_t proto, uint16_t total)
 {
 	const uint8_t h[20] = {
-		0x45, 0, (uint8_t)(total >> 8), (uint8_t)total, 0x12, 0x34, 0x40, 0, 64, proto, 0, 0,
-		IP4_SRC, IP4_DST,
+	    0x45,	    0,	     (uint8_t)(total >> 8),
+	    (uint8_t)total, 0x12,    0x34,
+	    0x40,	    0,	     64,
+	    proto,	    0,	     0,
+	    IP4_SRC,	    IP4_DST,
 	};
 
 	memcpy(p, h, sizeof(h));
@@ -39,7 +42,7 @@ static size_t ip4(uint8_t *p, uint8_t proto, uint16_t total)
 
 static size_t ip6(uint8_t *p, uint8_t nh, uint16_t plen)
 {
-	uint8_t h[40] = { 0x60, 0, 0, 0, (uint8_t)(plen >> 8), (uint8_t)plen, nh, 64 };
+	uint8_t h[40] = {0x60, 0, 0, 0, (uint8_t)(plen >> 8), (uint8_t)plen, nh, 64};
 
 	inet_pton(AF_INET6, "2001:db8:1::2", h + 8);
 	inet_pton(AF_INET6, "2001:db8::99", h + 24);
@@ -88,7 +91,7 @@ static void test_ipv4_tcp(void **state)
 
 static void test_ipv4_udp_padding(void **state)
 {
-	uint8_t p[64] = { 0 };
+	uint8_t p[64] = {0};
 	struct sl_nft_blocked b;
 	size_t n = ip4(p, IPPROTO_UDP, 28);
 
@@ -129,7 +132,7 @@ static void test_ipv4_icmp(void **state)
 
 static void test_ipv4_options(void **state)
 {
-	uint8_t p[60 + 20] = { 0 };
+	uint8_t p[60 + 20] = {0};
 	struct sl_nft_blocked b;
 
 	(void)state;
@@ -146,7 +149,7 @@ static void test_ipv4_options(void **state)
 static void test_ipv4_bad_ihl(void **state)
 {
 	uint8_t p[40];
-	struct sl_nft_blocked b = { .proto = 77 };
+	struct sl_nft_blocked b = {.proto = 77};
 
 	(void)state;
 	ip4(p, IPPROTO_TCP, 40);
@@ -226,7 +229,7 @@ static void test_ipv6_tcp_udp_icmp(void **state)
 
 static void test_ipv6_extensions(void **state)
 {
-	uint8_t p[40 + 8 + 16 + 8 + 8] = { 0 };
+	uint8_t p[40 + 8 + 16 + 8 + 8] = {0};
 	struct sl_nft_blocked b;
 	size_t off = 40;
 
@@ -342,17 +345,12 @@ static void test_truncated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ipv4_tcp),
-		cmocka_unit_test(test_ipv4_udp_padding),
-		cmocka_unit_test(test_ipv4_icmp),
-		cmocka_unit_test(test_ipv4_options),
-		cmocka_unit_test(test_ipv4_bad_ihl),
-		cmocka_unit_test(test_ipv4_fragment),
-		cmocka_unit_test(test_ipv6_tcp_udp_icmp),
-		cmocka_unit_test(test_ipv6_extensions),
-		cmocka_unit_test(test_ipv6_ext_loop),
-		cmocka_unit_test(test_family),
-		cmocka_unit_test(test_truncated),
+	    cmocka_unit_test(test_ipv4_tcp),	      cmocka_unit_test(test_ipv4_udp_padding),
+	    cmocka_unit_test(test_ipv4_icmp),	      cmocka_unit_test(test_ipv4_options),
+	    cmocka_unit_test(test_ipv4_bad_ihl),      cmocka_unit_test(test_ipv4_fragment),
+	    cmocka_unit_test(test_ipv6_tcp_udp_icmp), cmocka_unit_test(test_ipv6_extensions),
+	    cmocka_unit_test(test_ipv6_ext_loop),     cmocka_unit_test(test_family),
+	    cmocka_unit_test(test_truncated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
