@@ -84,6 +84,19 @@ struct conn {
 	bool body_active;
 	bool body_done;
 
+	/* Plain HTTP responses, and keep-alive to the client. */
+	struct sl_http_response resp;
+	char *rbuf; /* the response head as it arrives */
+	size_t rlen;
+	bool resp_head_done;
+	bool head_request;
+	bool client_keep_alive; /* the request allows it (HTTP/1.1's default) */
+	bool keep_alive;        /* ... and the response's framing does too */
+	char *pipelined;        /* client bytes after this request's body */
+	size_t pipelined_len;
+	unsigned n_exchanges;   /* finished and audited on this connection */
+	bool audited;
+
 	/* Relay state, per direction. */
 	bool client_eof, upstream_eof;
 	bool client_paused, upstream_paused;
@@ -107,6 +120,8 @@ static void conn_free(struct conn *c)
 	sl_gw_policy_unref(c->pol);
 	free(c->buf);
 	free(c->path);
+	free(c->rbuf);
+	free(c->pipelined);
 	free(c);
 	sl_gw_maybe_free(gw);
 }
@@ -149,7 +164,11 @@ static void handle_closed(uv_handle_t *h)
 	struct conn *c = h->data;
 
 	if (--c->open_handles == 0) {
-		write_audit(c);
+		/* A kept-alive connection that closes between requests has
+		 * nothing more to say: its exchanges were audited as each
+		 * ended. */
+		if (!c->audited && !(c->n_exchanges && !c->parsed && !c->len))
+			write_audit(c);
 		conn_free(c);
 	}
 }
@@ -303,6 +322,10 @@ static void respond_error(struct conn *c, int status, const char *reason, const 
 /* ---- timers ---- */
 
 static void decide_by_address(struct conn *c);
+static int keep_pipelined(struct conn *c, const char *p, size_t n);
+static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name);
+static void capture_classify(struct conn *c);
+static void capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void timer_fired(uv_timer_t *t)
 {
@@ -458,6 +481,13 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 		if (sl_http_body_is_done(&c->body)) {
 			c->body_done = true;
 			uv_read_stop(s);
+			/* The next request, pipelined: kept for when this
+			 * exchange is over, to be decided on its own. */
+			if (keep_pipelined(c, buf->base + n, (size_t)nread - n) < 0) {
+				free(buf->base);
+				conn_close(c);
+				return;
+			}
 		}
 		if (n == 0) {
 			free(buf->base);
@@ -484,12 +514,223 @@ static void note_status(struct conn *c, const char *p, size_t n)
 		c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 }
 
+static int keep_pipelined(struct conn *c, const char *p, size_t n)
+{
+	char *grown;
+
+	if (n == 0)
+		return 0;
+	if (c->pipelined_len + n > c->gw->cfg.max_header_bytes + 1)
+		n = c->gw->cfg.max_header_bytes + 1 - c->pipelined_len; /* over the cap: 431 later */
+	grown = realloc(c->pipelined, c->pipelined_len + n);
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + c->pipelined_len, p, n);
+	c->pipelined = grown;
+	c->pipelined_len += n;
+	return 0;
+}
+
+static void next_request(struct conn *c);
+static void process_head(struct conn *c);
+
+/* A kept-alive exchange's upstream connection is closed: the next request
+ * on the client's connection may begin (it needs the handle again). */
+static void upstream_closed_next(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+
+	c->upstream_open = false;
+	if (--c->open_handles == 0) {
+		conn_free(c);
+		return;
+	}
+	if (c->state != ST_CLOSING)
+		next_request(c);
+}
+
+/* The response is complete. With keep-alive, audit this exchange and make
+ * ready for the next request; without, end the connection once what we
+ * queued for the client is written. */
+static void end_exchange(struct conn *c)
+{
+	uv_read_stop((uv_stream_t *)&c->upstream);
+	if (!c->keep_alive) {
+		c->client_eof = c->upstream_eof = true;
+		half_close(c, false);
+		return;
+	}
+	write_audit(c);
+	c->audited = true;
+	c->n_exchanges++;
+	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->upstream, upstream_closed_next);
+}
+
+/* Headers the origin sent for its hop only: they must not reach the
+ * client, which gets our own Connection header instead. */
+static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl_http_span *name)
+{
+	return sl_http_span_caseeq(name, "connection") || sl_http_span_caseeq(name, "keep-alive") ||
+	       sl_http_span_caseeq(name, "proxy-connection") ||
+	       sl_http_span_caseeq(name, "proxy-authenticate") || hop_by_hop(h, name);
+}
+
+static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
+{
+	const char *eol = memchr(head, '\r', h->head_len);
+	size_t cap = h->head_len + 64, len, i;
+	char *out;
+
+	if (!eol)
+		return -EINVAL;
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	len = (size_t)(eol - head) + 2;
+	memcpy(out, head, len);
+	for (i = 0; i < h->n_headers; i++) {
+		const struct sl_http_header *hd = &h->headers[i];
+
+		if (response_hop_by_hop(h, &hd->name) && !sl_http_span_caseeq(&hd->name, "trailer"))
+			continue;
+		memcpy(out + len, hd->name.p, hd->name.len);
+		len += hd->name.len;
+		memcpy(out + len, ": ", 2);
+		len += 2;
+		memcpy(out + len, hd->value.p, hd->value.len);
+		len += hd->value.len;
+		memcpy(out + len, "\r\n", 2);
+		len += 2;
+	}
+	len += (size_t)snprintf(out + len, cap - len, "Connection: %s\r\n\r\n",
+				c->keep_alive ? "keep-alive" : "close");
+	c->bytes_down += len;
+	return send_owned(c, true, out, len, false);
+}
+
+/* Plain HTTP: bytes from the origin. The head is parsed and rewritten, the
+ * body relayed as it comes, and its end found, so that the client's
+ * connection can carry another request. Returns false when c was closed. */
+static bool response_bytes(struct conn *c, const char *p, size_t n)
+{
+	while (!c->resp_head_done) {
+		struct sl_http_request h;
+		char *grown;
+		int k;
+
+		grown = realloc(c->rbuf, c->rlen + n);
+		if (!grown) {
+			conn_close(c);
+			return false;
+		}
+		memcpy(grown + c->rlen, p, n);
+		c->rbuf = grown;
+		c->rlen += n;
+		n = 0;
+		k = sl_http_response_begin(&c->resp, c->rbuf, c->rlen, 65536, c->head_request, &h);
+		if (k == 0)
+			return true;
+		if (k < 0) {
+			if (c->bytes_down == 0)
+				respond_error(c, 502, "bad-response", "the origin's response was unreadable");
+			else
+				conn_close(c);
+			return false;
+		}
+		c->status = c->resp.status;
+		if (c->status >= 100 && c->status < 200 && c->status != 101) {
+			/* An interim answer (100 Continue): pass it on as it is
+			 * and read the final one. */
+			c->bytes_down += (size_t)k;
+			if (send_copy(c, true, c->rbuf, (size_t)k, false) < 0) {
+				conn_close(c);
+				return false;
+			}
+		} else {
+			c->keep_alive = c->client_keep_alive && c->resp.self_delimited &&
+					c->status != 101;
+			if (forward_response_head(c, c->rbuf, &h) < 0) {
+				conn_close(c);
+				return false;
+			}
+			c->resp_head_done = true;
+		}
+		/* What followed the head is body (or the next head). */
+		memmove(c->rbuf, c->rbuf + k, c->rlen - (size_t)k);
+		c->rlen -= (size_t)k;
+		if (c->resp_head_done) {
+			p = c->rbuf;
+			n = c->rlen;
+			c->rlen = 0;
+			if (!c->resp.done && n) {
+				ssize_t b = sl_http_response_feed(&c->resp, p, n);
+
+				if (b < 0) {
+					conn_close(c);
+					return false;
+				}
+				c->bytes_down += (size_t)b;
+				if (b && send_copy(c, true, p, (size_t)b, false) < 0) {
+					conn_close(c);
+					return false;
+				}
+			}
+			if (c->resp.done)
+				end_exchange(c);
+			return c->state != ST_CLOSING;
+		}
+		p = NULL;
+	}
+	{
+		ssize_t b = sl_http_response_feed(&c->resp, p, n);
+
+		if (b < 0) {
+			conn_close(c);
+			return false;
+		}
+		c->bytes_down += (size_t)b;
+		if (b && send_copy(c, true, p, (size_t)b, false) < 0) {
+			conn_close(c);
+			return false;
+		}
+		if (c->resp.done)
+			end_exchange(c);
+	}
+	return c->state != ST_CLOSING;
+}
+
 static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
 
 	if (nread == 0) {
 		free(buf->base);
+		return;
+	}
+	if (!c->tunnel) {
+		if (nread < 0) {
+			free(buf->base);
+			c->upstream_eof = true;
+			uv_read_stop(s);
+			if (!c->resp_head_done && c->bytes_down == 0) {
+				respond_error(c, 502, "bad-response",
+					      "the origin closed without a response");
+			} else if (c->resp_head_done && !c->resp.self_delimited) {
+				/* The end of a close-delimited body. */
+				c->keep_alive = false;
+				end_exchange(c);
+			} else if (!c->resp.done) {
+				conn_close(c); /* cut short */
+			}
+			return;
+		}
+		uv_timer_again(&c->timer);
+		(void)response_bytes(c, buf->base, (size_t)nread);
+		free(buf->base);
+		if (c->state == ST_RELAY)
+			maybe_pause(c, false);
 		return;
 	}
 	if (nread < 0) {
@@ -816,7 +1057,17 @@ static void connected(uv_connect_t *req, int status)
 			}
 		}
 		c->body_done = sl_http_body_is_done(&c->body);
+		if (c->body_done &&
+		    keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
+			conn_close(c);
+			return;
+		}
+	} else if (rest && keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
+		conn_close(c);
+		return;
 	}
+	c->head_request = sl_http_span_eq(&r.method, "HEAD");
+	c->client_keep_alive = r.keep_alive;
 	free(c->buf);
 	c->buf = NULL;
 	c->len = 0;
@@ -1045,11 +1296,8 @@ static void handle_head(struct conn *c, const struct sl_http_request *r)
 static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
-	struct sl_http_request r;
 	size_t max = c->gw->cfg.max_header_bytes;
-	const char *why = NULL;
 	char *grown;
-	int status = 0, k;
 
 	if (nread <= 0) {
 		free(buf->base);
@@ -1073,17 +1321,78 @@ static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	free(buf->base);
 	c->buf = grown;
 	c->len += (size_t)nread;
+	if (c->n_exchanges)
+		arm_timer(c, c->gw->cfg.header_timeout_ms); /* a head has begun */
+	process_head(c);
+}
 
-	k = sl_http_parse_request(c->buf, c->len, max, &r, &status, &why);
+/* Parse what we have of a request head; go on when it is complete. */
+static void process_head(struct conn *c)
+{
+	struct sl_http_request r;
+	const char *why = NULL;
+	int status = 0, k;
+
+	if (c->captured) {
+		capture_classify(c);
+		return;
+	}
+	k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status, &why);
 	if (k == 0)
 		return;
 	if (k < 0) {
 		respond_error(c, status, status == 431 ? "header-too-large" : "bad-request", why);
 		return;
 	}
-	uv_read_stop(s);
+	uv_read_stop((uv_stream_t *)&c->client);
 	uv_timer_stop(&c->timer);
 	handle_head(c, &r);
+}
+
+/* Forget the finished exchange; keep the connection's own state. */
+static void reset_exchange(struct conn *c)
+{
+	free(c->path);
+	c->path = NULL;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rlen = 0;
+	c->parsed = c->decided = c->refused = c->audited = false;
+	c->reason = NULL;
+	c->status = 0;
+	c->status_seen = false;
+	c->bytes_up = c->bytes_down = 0;
+	c->start_wall_ms = sl_audit_now_ms();
+	c->start_loop_ms = uv_now(c->gw->loop);
+	c->body_active = c->body_done = false;
+	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
+	c->client_eof = c->upstream_eof = false;
+	c->client_paused = c->upstream_paused = false;
+	c->tunnel = c->tls_seen = false;
+	c->sni[0] = '\0';
+	memset(&c->resp, 0, sizeof(c->resp));
+}
+
+/* The next request on a kept-alive connection: decided on its own, from
+ * scratch, starting with whatever the client had already pipelined. */
+static void next_request(struct conn *c)
+{
+	reset_exchange(c);
+	free(c->buf);
+	c->buf = c->pipelined;
+	c->len = c->pipelined_len;
+	c->pipelined = NULL;
+	c->pipelined_len = 0;
+	c->state = ST_HEAD;
+	/* Idle between requests is the idle limit; a started head has the
+	 * head deadline. */
+	arm_timer(c, c->len ? c->gw->cfg.header_timeout_ms : c->gw->cfg.idle_timeout_ms);
+	if (c->len) {
+		process_head(c);
+		if (c->state != ST_HEAD)
+			return;
+	}
+	uv_read_start((uv_stream_t *)&c->client, alloc_cb, c->captured ? capture_read : head_read);
 }
 
 /* ---- transparent capture: decide by SNI, else Host, else the address ---- */

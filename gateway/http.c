@@ -366,3 +366,109 @@ void sl_http_body_done(struct sl_http_body *b)
 	/* llhttp allocates nothing; nothing to release. */
 	(void)b;
 }
+
+/* ---- responses ---- */
+
+struct resp_ctx {
+	struct ctx hdr; /* header spans, as for requests */
+	struct sl_http_response *r;
+	bool head_request;
+};
+
+static int resp_headers_complete(llhttp_t *p)
+{
+	struct resp_ctx *rc = p->data;
+	int status = llhttp_get_status_code(p);
+	bool no_body = rc->head_request || status == 204 || status == 304 ||
+		       (status >= 100 && status < 200);
+
+	rc->r->status = status;
+	rc->r->self_delimited = no_body || !llhttp_message_needs_eof(p);
+	/* 1: this message has no body, whatever its headers say. */
+	return no_body ? 1 : 0;
+}
+
+static int resp_message_complete(llhttp_t *p)
+{
+	struct resp_ctx *rc = p->data;
+
+	rc->r->done = true;
+	return HPE_PAUSED;
+}
+
+static int body_only_complete(llhttp_t *p)
+{
+	struct sl_http_response *r = p->data;
+
+	r->done = true;
+	return HPE_PAUSED;
+}
+
+int sl_http_response_begin(struct sl_http_response *r, const char *buf, size_t len, size_t max,
+			   bool head_request, struct sl_http_request *ret_hdrs)
+{
+	static llhttp_settings_t head_settings, body_settings_r;
+	static bool ready;
+	llhttp_t *p = (llhttp_t *)(void *)r->parser;
+	struct resp_ctx rc;
+	const char *end;
+	size_t head_len;
+	llhttp_errno_t e;
+
+	if (!ready) {
+		llhttp_settings_init(&head_settings);
+		head_settings.on_header_field = on_header_field;
+		head_settings.on_header_value = on_header_value;
+		head_settings.on_header_value_complete = on_header_value_complete;
+		head_settings.on_headers_complete = resp_headers_complete;
+		head_settings.on_message_complete = resp_message_complete;
+		llhttp_settings_init(&body_settings_r);
+		body_settings_r.on_message_complete = body_only_complete;
+		ready = true;
+	}
+	end = memmem(buf, len < max ? len : max, "\r\n\r\n", 4);
+	if (!end)
+		return len >= max ? -EINVAL : 0;
+	head_len = (size_t)(end - buf) + 4;
+
+	memset(r, 0, sizeof(*r));
+	memset(ret_hdrs, 0, sizeof(*ret_hdrs));
+	memset(&rc, 0, sizeof(rc));
+	rc.hdr.req = ret_hdrs;
+	rc.r = r;
+	rc.head_request = head_request;
+	llhttp_init(p, HTTP_RESPONSE, &head_settings);
+	p->data = &rc;
+	e = llhttp_execute(p, buf, head_len);
+	if (e != HPE_OK && !(e == HPE_PAUSED && r->done)) {
+		r->failed = true;
+		return -EINVAL;
+	}
+	if (llhttp_get_http_major(p) != 1) {
+		r->failed = true;
+		return -EINVAL;
+	}
+	ret_hdrs->head_len = head_len;
+	/* The body is parsed with settings that need no context but r. */
+	p->settings = &body_settings_r;
+	p->data = r;
+	return (int)head_len;
+}
+
+ssize_t sl_http_response_feed(struct sl_http_response *r, const char *data, size_t len)
+{
+	llhttp_t *p = (llhttp_t *)(void *)r->parser;
+	llhttp_errno_t e;
+
+	if (r->failed)
+		return -EINVAL;
+	if (r->done || len == 0)
+		return 0;
+	e = llhttp_execute(p, data, len);
+	if (e == HPE_OK)
+		return (ssize_t)len;
+	if (e == HPE_PAUSED && r->done)
+		return (ssize_t)(llhttp_get_error_pos(p) - data);
+	r->failed = true;
+	return -EINVAL;
+}

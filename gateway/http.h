@@ -71,7 +71,7 @@ int sl_http_parse_url(const struct sl_http_span *target, struct sl_http_url *ret
  * chunked framing, as llhttp reads it); the rest would be a next request.
  */
 struct sl_http_body {
-	unsigned char parser[128]; /* an llhttp_t, kept opaque here */
+	_Alignas(16) unsigned char parser[128]; /* an llhttp_t, kept opaque here */
 	void *settings;
 	bool done;
 	bool failed;
@@ -83,3 +83,29 @@ int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len)
 ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len);
 bool sl_http_body_is_done(const struct sl_http_body *b);
 void sl_http_body_done(struct sl_http_body *b);
+
+/*
+ * An origin's response to a plain-HTTP request: its head (status and header
+ * spans, so the gateway can rewrite hop-by-hop headers) and where its body
+ * ends, so that the client's connection can carry the next request.
+ */
+struct sl_http_response {
+	_Alignas(16) unsigned char parser[128]; /* an llhttp_t */
+	int status;
+	bool self_delimited; /* Content-Length, chunked, or no body at all */
+	bool done;
+	bool failed;
+};
+
+/*
+ * Parse the response head at the start of buf[0..len). head_request: the
+ * request was HEAD (so no body follows whatever the head says). Returns
+ * the head's length when complete, 0 when more bytes are needed, -EINVAL
+ * for a head that cannot be parsed or is longer than max. On success
+ * ret_hdrs holds the header spans (into buf) and r is ready for the body.
+ */
+int sl_http_response_begin(struct sl_http_response *r, const char *buf, size_t len, size_t max,
+			   bool head_request, struct sl_http_request *ret_hdrs);
+/* How many of data[0..len) belong to the response body; r->done once it is
+ * complete. -EINVAL when the framing breaks. */
+ssize_t sl_http_response_feed(struct sl_http_response *r, const char *data, size_t len);

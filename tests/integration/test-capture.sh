@@ -57,7 +57,22 @@ run() {
 		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
 		-u https_proxy -u ALL_PROXY "$@" 2>&1
 }
-audit_last() { tail -n 1 "$T/audit.log"; }
+# The newest audit record: a record is written when its exchange ends,
+# which can be a moment after the client is done, so wait (bounded) for
+# one newer than the last one seen.
+audit_seen=0
+audit_last() {
+	local n
+	for _ in $(seq 40); do
+		n=$(wc -l <"$T/audit.log" 2>/dev/null || echo 0)
+		[ "$n" -gt "$audit_seen" ] && break
+		sleep 0.05
+	done
+	audit_seen=$n
+	tail -n 1 "$T/audit.log"
+}
+# The same record again, for a second check on it.
+audit_again() { tail -n 1 "$T/audit.log"; }
 
 check "plain HTTP that ignores the proxy is decided by its Host" \
 	"origin GET /plain host=allowed.test body=0" \

@@ -132,7 +132,22 @@ connect_code() {
 	world_host curl -s -m 10 -p -o /dev/null -w '%{http_connect}' -x "http://$GW" "$@" 2>/dev/null
 }
 raw() { world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 "$@" 2>&1; }
-audit_last() { tail -n 1 "$T/audit.log"; }
+# The newest audit record: a record is written when its exchange ends,
+# which can be a moment after the client is done, so wait (bounded) for
+# one newer than the last one seen.
+audit_seen=0
+audit_last() {
+	local n
+	for _ in $(seq 40); do
+		n=$(wc -l <"$T/audit.log" 2>/dev/null || echo 0)
+		[ "$n" -gt "$audit_seen" ] && break
+		sleep 0.05
+	done
+	audit_seen=$n
+	tail -n 1 "$T/audit.log"
+}
+# The same record again, for a second check on it.
+audit_again() { tail -n 1 "$T/audit.log"; }
 origin_has() { grep -c -- "$1" "$T/origin.log"; }
 
 # ---- allowed and denied, through the proxy variables ----
@@ -141,7 +156,7 @@ check "plain HTTP to an allowed host" "origin GET /hello host=allowed.test body=
 check_has "its audit record" '"event":"http","client":"203.0.113.1:' "$(audit_last)"
 check_has "its audit record says allow, rule and status" \
 	'"host":"allowed.test","port":80,"path":"/hello","status":200,"decision":"allow","rule":"allow[1]"' \
-	"$(audit_last)"
+	"$(audit_again)"
 check "POST with a body" "origin POST /post host=allowed.test body=11" \
 	"$(curl_ -d 'hello world' http://allowed.test/post)"
 check "a 4 MiB response streams through" "4194304" \
@@ -175,6 +190,23 @@ check "CONNECT to a host whose rules need inspection is refused (not passed thro
 	"403" "$(connect_code http://other.test/ok/x)"
 check "nothing denied reached the origin" "$((before + 2))" "$(wc -l <"$T/origin.log")"
 check "no denied name was ever looked up (no DNS leak)" "0" "$(grep -c 'denied.test' "$T/dns.log")"
+
+# ---- keep-alive and pipelining ----
+out=$(world_host curl -sS -m 10 -x "http://$GW" http://allowed.test/ka1 http://allowed.test/ka2 2>&1)
+check "two requests on one kept-alive connection" \
+	"origin GET /ka1 host=allowed.test body=0
+origin GET /ka2 host=allowed.test body=0" "$out"
+sleep 0.3
+c1=$(tail -n 2 "$T/audit.log" | head -1 | sed 's/.*"client":"\([^"]*\)".*/\1/')
+c2=$(tail -n 1 "$T/audit.log" | sed 's/.*"client":"\([^"]*\)".*/\1/')
+check "... each audited, both from the same client connection" "$c1" "$c2"
+audit_seen=$(wc -l <"$T/audit.log")
+check "pipelined requests are each decided: allowed, denied (then closed)" "200 200 403" \
+	"$(raw pipeline http://allowed.test/p1 http://allowed.test/p2 http://denied.test/p3 http://allowed.test/p4)"
+sleep 0.3
+check "... and the origin saw only the allowed ones" "0" "$(origin_has "/p3")"
+check "... nor anything after the denied one" "0" "$(origin_has "/p4")"
+audit_seen=$(wc -l <"$T/audit.log")
 
 # ---- SSRF and rebinding ----
 check "a name that resolves to a private address is refused" "403" "$(code http://private.test/)"

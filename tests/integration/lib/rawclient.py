@@ -8,6 +8,9 @@
 #                      "handshake-ok" or "closed"
 #   hold N SECONDS     open N connections, send nothing; print how many got
 #                      an immediate 503
+#   pipeline URL...    send one absolute-form GET per URL in a single write,
+#                      then read responses until the connection closes;
+#                      print their status codes
 #   tunnel HOST PORT WAIT_FILE
 #                      CONNECT HOST:PORT, one request through it; then wait
 #                      (bounded) for WAIT_FILE to exist and send another on
@@ -131,3 +134,30 @@ elif mode in ("tunnel", "idle"):
     except OSError:
         second = "closed"
     print(first + " | " + second)
+elif mode == "pipeline":
+    s = connect()
+    reqs = b""
+    for url in sys.argv[4:]:
+        h = url.split("/")[2]
+        reqs += ("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (url, h)).encode()
+    s.sendall(reqs)
+    s.settimeout(10)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    codes = []
+    while data.startswith(b"HTTP/1.1 "):
+        head, _, rest = data.partition(b"\r\n\r\n")
+        codes.append(head[9:12].decode())
+        n = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                n = int(line.split(b":")[1])
+        data = rest[n:]
+    print(" ".join(codes) if codes else "none")
