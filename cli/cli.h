@@ -10,6 +10,7 @@ enum {
 	SL_EXIT_FAILURE = 4, /* the system refused (netlink, permissions, resources) */
 };
 
+int sl_cmd_attach(int argc, char **argv);
 int sl_cmd_check(int argc, char **argv);
 int sl_cmd_gateway(int argc, char **argv);
 int sl_cmd_guard(int argc, char **argv);

@@ -17,6 +17,8 @@ static void usage(FILE *f)
 	fputs("usage: sluice COMMAND [ARG...]\n"
 	      "\n"
 	      "commands:\n"
+	      "  attach (--pid PID | --netns PATH) --policy FILE [--audit FILE|-]\n"
+	      "                 fence an existing namespace (a container's) behind the gateway\n"
 	      "  check FILE [--decide HOST[:PORT] [METHOD PATH]]\n"
 	      "                 validate a policy; with --decide, show how it decides a request\n"
 	      "  gateway --policy FILE --listen ADDR:PORT [--audit FILE|-] [--resolver ADDR[:PORT]]\n"
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
 		printf("sluice %s\n", SLUICE_VERSION);
 		return SL_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "attach"))
+		return sl_cmd_attach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "check"))
 		return sl_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "gateway"))

@@ -130,8 +130,38 @@ struct sl_netns_sandbox_config {
 int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg, struct sl_netns_sandbox **ret,
 			 char *err, size_t errlen);
 /* Delete the veth (and so both ends), close the namespace, release the slot.
- * Accepts NULL. */
+ * For an attached sandbox, sl_netns_sandbox_detach() first. Accepts NULL. */
 void sl_netns_sandbox_free(struct sl_netns_sandbox *sb);
+
+/*
+ * `sluice attach`: the same veth, but into a network namespace that exists
+ * already (`netns_fd`: /proc/PID/ns/net or a bind mount of one; it is
+ * duplicated, the caller keeps its own). The peer is created directly in
+ * there, named like the host end (the container's own interfaces keep
+ * their names), addressed from the pool (a slot none of whose addresses is
+ * in use here or there), IPv6 off on it, and left DOWN: nothing changes
+ * for the container until sl_netns_sandbox_attach_activate(). The
+ * container's lo, other links, addresses and sysctls are not touched.
+ * Refused (-EINVAL): the caller's own namespace and that of /proc/1. -EBUSY:
+ * another sluice is attached to it (a lock per namespace under lock_dir).
+ * On failure everything done so far is undone.
+ */
+/* May `fd` be attached to? -EINVAL (err says why) when it is no network
+ * namespace, or is sluice's own or that of /proc/1. */
+int sl_netns_check_attachable(int fd, char *err, size_t errlen);
+int sl_netns_sandbox_attach(const struct sl_netns_sandbox_config *cfg, int netns_fd,
+			    struct sl_netns_sandbox **ret, char *err, size_t errlen);
+/* Call once the fence (nftables on both sides) is in place: bring the
+ * container's end up, remember its IPv4 default routes (main table),
+ * remove them and route its default through the host end. IPv6 routes are
+ * left alone (the sandbox ruleset drops IPv6). On failure the caller
+ * detaches, which puts back what was removed. */
+int sl_netns_sandbox_attach_activate(struct sl_netns_sandbox *sb, char *err, size_t errlen);
+/* Delete the veth (and with it our route), then add the remembered default
+ * routes again. Idempotent; 0 for a sandbox that is not attached. The first
+ * failure is returned, after every route was tried. The namespace stays
+ * open (for sl_netns_sandbox_run_inside) until sl_netns_sandbox_free(). */
+int sl_netns_sandbox_detach(struct sl_netns_sandbox *sb, char *err, size_t errlen);
 
 int sl_netns_sandbox_fd(const struct sl_netns_sandbox *sb); /* the namespace */
 uint32_t sl_netns_sandbox_slot(const struct sl_netns_sandbox *sb);

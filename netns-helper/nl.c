@@ -347,3 +347,130 @@ int sl_nl_addr_in_use(struct sl_nl *nl, struct in_addr net, unsigned prefix, cha
 		return r;
 	return u.found;
 }
+
+/* ---- Saving and restoring a namespace's default routes ---- */
+
+struct routes_dump {
+	struct sl_nl_routes *out;
+	int error;
+};
+
+/* The attributes that say which route this is and where it goes; the rest
+ * (RTA_CACHEINFO, RTA_TABLE's duplicate in rtm_table...) the kernel fills. */
+static bool route_attr_kept(uint16_t type)
+{
+	switch (type) {
+	case RTA_TABLE:
+	case RTA_PRIORITY:
+	case RTA_GATEWAY:
+	case RTA_OIF:
+	case RTA_PREFSRC:
+	case RTA_METRICS:
+	case RTA_MULTIPATH:
+	case RTA_FLOW:
+	case RTA_VIA:
+	case RTA_NH_ID:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int route_dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
+	struct routes_dump *d = data;
+	char scratch[sizeof(((struct sl_nl_route *)0)->buf) + MNL_NLMSG_HDRLEN]
+	    __attribute__((aligned(8)));
+	struct nlmsghdr *copy;
+	struct rtmsg *crtm;
+	const struct nlattr *a;
+	struct sl_nl_route *v, *rt;
+	uint32_t table;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE || d->error ||
+	    mnl_nlmsg_get_payload_len(nlh) < sizeof(*rtm))
+		return MNL_CB_OK;
+	if (rtm->rtm_family != AF_INET || rtm->rtm_dst_len != 0 || rtm->rtm_type != RTN_UNICAST)
+		return MNL_CB_OK;
+	table = rtm->rtm_table;
+	mnl_attr_for_each(a, nlh, sizeof(*rtm))
+		if (mnl_attr_get_type(a) == RTA_TABLE && mnl_attr_get_payload_len(a) == 4)
+			table = mnl_attr_get_u32(a);
+	if (table != RT_TABLE_MAIN)
+		return MNL_CB_OK;
+
+	copy = mnl_nlmsg_put_header(scratch);
+	crtm = mnl_nlmsg_put_extra_header(copy, sizeof(*crtm));
+	*crtm = *rtm;
+	crtm->rtm_flags &= RTNH_F_ONLINK;
+	mnl_attr_for_each(a, nlh, sizeof(*rtm)) {
+		uint16_t len = mnl_attr_get_payload_len(a);
+
+		if (!route_attr_kept(mnl_attr_get_type(a)))
+			continue;
+		if (copy->nlmsg_len + MNL_ATTR_HDRLEN + MNL_ALIGN(len) > sizeof(scratch)) {
+			d->error = -E2BIG;
+			return MNL_CB_OK;
+		}
+		/* The whole type, NLA_F_NESTED included (RTA_METRICS). */
+		mnl_attr_put(copy, a->nla_type, len, mnl_attr_get_payload(a));
+	}
+	v = realloc(d->out->v, (d->out->n + 1) * sizeof(*v));
+	if (!v) {
+		d->error = -ENOMEM;
+		return MNL_CB_OK;
+	}
+	d->out->v = v;
+	rt = &v[d->out->n++];
+	rt->len = copy->nlmsg_len - MNL_NLMSG_HDRLEN;
+	memcpy(rt->buf, mnl_nlmsg_get_payload(copy), rt->len);
+	return MNL_CB_OK;
+}
+
+int sl_nl_routes_default4(struct sl_nl *nl, struct sl_nl_routes *ret, char *err, size_t errlen)
+{
+	struct nlmsghdr *nlh = sl_nl_msg(nl, RTM_GETROUTE, NLM_F_DUMP);
+	struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+	struct sl_nl_routes out = {0};
+	struct routes_dump d = {.out = &out};
+	int r;
+
+	rtm->rtm_family = AF_INET;
+	r = sl_nl_call(nl, nlh, route_dump_cb, &d, "listing the default routes", err, errlen);
+	if (r >= 0 && d.error < 0)
+		r = sl_err(err, errlen, d.error, "listing the default routes: %s",
+			   d.error == -E2BIG ? "a route too large to keep and restore"
+					     : strerror(-d.error));
+	if (r < 0) {
+		sl_nl_routes_clear(&out);
+		return r;
+	}
+	*ret = out;
+	return 0;
+}
+
+int sl_nl_route_replay(struct sl_nl *nl, const struct sl_nl_route *rt, bool add, char *err,
+		       size_t errlen)
+{
+	struct nlmsghdr *nlh =
+	    sl_nl_msg(nl, add ? RTM_NEWROUTE : RTM_DELROUTE, add ? NLM_F_CREATE | NLM_F_EXCL : 0);
+	const struct rtmsg *rtm = (const void *)rt->buf;
+	char what[96], gw[INET_ADDRSTRLEN] = "?";
+	const struct nlattr *a;
+
+	memcpy(mnl_nlmsg_put_extra_header(nlh, rt->len), rt->buf, rt->len);
+	mnl_attr_for_each(a, nlh, sizeof(*rtm))
+		if (mnl_attr_get_type(a) == RTA_GATEWAY && mnl_attr_get_payload_len(a) == 4)
+			inet_ntop(AF_INET, mnl_attr_get_payload(a), gw, sizeof(gw));
+	snprintf(what, sizeof(what), "%s the default route via %s", add ? "restoring" : "removing",
+		 gw);
+	return sl_nl_call(nl, nlh, NULL, NULL, what, err, errlen);
+}
+
+void sl_nl_routes_clear(struct sl_nl_routes *r)
+{
+	free(r->v);
+	r->v = NULL;
+	r->n = 0;
+}

@@ -11,6 +11,7 @@
 
 #include <libmnl/libmnl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,3 +46,27 @@ int sl_nl_route_default(struct sl_nl *nl, int ifindex, struct in_addr gateway, c
 /* Is any IPv4 address of this namespace inside net/prefix? 1 yes, 0 no. */
 int sl_nl_addr_in_use(struct sl_nl *nl, struct in_addr net, unsigned prefix, char *err,
 		      size_t errlen);
+
+/* ---- Default routes of a namespace we do not own (`sluice attach`). ---- */
+
+/* One route as the kernel listed it, reduced to what adding it again
+ * needs: the rtmsg (flags other than onlink cleared: the kernel refuses
+ * "dead" and "linkdown" in a request) and the attributes that define it. */
+struct sl_nl_route {
+	size_t len;
+	uint8_t buf[512] __attribute__((aligned(8)));
+};
+
+struct sl_nl_routes {
+	struct sl_nl_route *v;
+	size_t n;
+};
+
+/* The IPv4 default routes (dst/0) of the main table. Routes too large to
+ * keep (a multipath route of many hops) are -E2BIG: better to refuse than
+ * to restore something else. */
+int sl_nl_routes_default4(struct sl_nl *nl, struct sl_nl_routes *ret, char *err, size_t errlen);
+/* Add (RTM_NEWROUTE, exclusive) or delete (RTM_DELROUTE) exactly that route. */
+int sl_nl_route_replay(struct sl_nl *nl, const struct sl_nl_route *rt, bool add, char *err,
+		       size_t errlen);
+void sl_nl_routes_clear(struct sl_nl_routes *r);

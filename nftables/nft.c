@@ -59,6 +59,23 @@ int sl_nft_sandbox_apply(const struct sl_nft_sandbox *cfg, char *err, size_t err
 	return send_once(nft, build_sandbox, cfg, err, errlen);
 }
 
+int sl_nft_sandbox_delete(char *err, size_t errlen)
+{
+	_cleanup_(sl_nft_closep) struct sl_nft *nft = NULL;
+	struct sl_nft_plan plan;
+	int r;
+
+	r = sl_nft_open(&nft, err, errlen);
+	if (r < 0)
+		return r;
+	sl_nft_plan_init(&plan);
+	r = sl_nft_plan_del_table(&plan, SL_NFT_SANDBOX_TABLE);
+	if (r >= 0)
+		r = sl_nft_send_plan(nft, &plan, NULL, NULL, err, errlen);
+	sl_nft_plan_done(&plan);
+	return r;
+}
+
 int sl_nft_guard_apply(const struct sl_nft_guard *cfg, char *err, size_t errlen)
 {
 	_cleanup_(sl_nft_closep) struct sl_nft *nft = NULL;

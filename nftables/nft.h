@@ -71,6 +71,10 @@ struct sl_nft_sandbox {
  */
 int sl_nft_sandbox_apply(const struct sl_nft_sandbox *cfg, char *err, size_t errlen);
 
+/* Delete table `inet sluice` from the current namespace (`sluice attach`
+ * leaves a container's namespace as it found it). -ENOENT if there is none. */
+int sl_nft_sandbox_delete(char *err, size_t errlen);
+
 #define SL_NFT_NFLOG_PREFIX "sluice-blocked: "
 
 /* ---- A netlink socket kept open (for owner tables). ---- */

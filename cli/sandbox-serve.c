@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fence and the gateway of one sandbox, shared by `sluice run` and
+ * `sluice attach` (sandbox-serve.h). The gateway runs in a thread of its
+ * own with its own libuv loop, so that the main thread can supervise the
+ * command (run) or wait for a signal (attach).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "sandbox-serve.h"
+
+/* ---- Blocked packets reach the audit log ---- */
+
+/* A flood of blocked packets must not hold the loop: this many reads per
+ * wakeup, then the other handles get their turn. What the kernel cannot
+ * queue meanwhile it drops, and the sequence gaps count that. */
+#define NFLOG_READS_PER_WAKEUP 64
+/* At the end, what is still queued is read (the command has exited, so
+ * every copy it caused is there), up to this many datagrams. */
+#define NFLOG_READS_AT_STOP 4096
+
+static const char *proto_name(const struct sl_nft_blocked *b, char *buf, size_t len)
+{
+	switch (b->proto) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	default:
+		snprintf(buf, len, "%u", b->proto);
+		return buf;
+	}
+}
+
+static void audit_blocked(const struct sl_nft_blocked *b, void *userdata)
+{
+	struct sl_serve *t = userdata;
+	char client[INET6_ADDRSTRLEN + 8], num[4];
+	bool ports = b->has_l4 && b->proto != IPPROTO_ICMP && b->proto != IPPROTO_ICMPV6;
+	struct sl_audit_record rec = {
+	    .ts_ms = sl_audit_now_ms(),
+	    .sandbox = t->sandbox_name,
+	    .event = "blocked",
+	    .client = client,
+	    .method = proto_name(b, num, sizeof(num)),
+	    .host = b->dst,
+	    .port = ports ? b->dport : -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = "blocked-packet",
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
+	};
+
+	if (!ports)
+		snprintf(client, sizeof(client), "%s", b->src);
+	else if (b->family == AF_INET6)
+		snprintf(client, sizeof(client), "[%s]:%u", b->src, b->sport);
+	else
+		snprintf(client, sizeof(client), "%s:%u", b->src, b->sport);
+	(void)sl_audit_write(t->audit, &rec);
+}
+
+/* Nothing is dropped silently: what the kernel could not queue for us is
+ * audited as a count. An overflow is reported once the next copy's
+ * sequence number says how much it cost, or at the end as such. */
+static uint64_t audit_losses(struct sl_serve *t, bool final)
+{
+	struct sl_nft_nflog_losses l;
+	char reason[96];
+	struct sl_audit_record rec = {
+	    .sandbox = t->sandbox_name,
+	    .event = "blocked",
+	    .port = -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = reason,
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
+	};
+
+	sl_nft_nflog_take_losses(t->nflog, &l);
+	t->nflog_overflows += l.overflows;
+	if (l.packets)
+		snprintf(reason, sizeof(reason), "blocked-packets-lost: %llu",
+			 (unsigned long long)l.packets);
+	else if (final && t->nflog_overflows)
+		snprintf(reason, sizeof(reason), "blocked-packets-lost: unknown");
+	else
+		return l.overflows;
+	t->nflog_overflows = 0;
+	rec.ts_ms = sl_audit_now_ms();
+	(void)sl_audit_write(t->audit, &rec);
+	return l.overflows;
+}
+
+static void nflog_poll_cb(uv_poll_t *p, int status, int events)
+{
+	struct sl_serve *t = container_of(p, struct sl_serve, nflog_poll);
+	uint64_t overflows;
+	int r;
+
+	r = sl_nft_nflog_read(t->nflog, NFLOG_READS_PER_WAKEUP, audit_blocked, t);
+	overflows = audit_losses(t, false);
+	/* An overflow sets the socket's error, which libuv reports as
+	 * POLLERR (UV_EBADF) and stops the handle. Reading it cleared it:
+	 * carry on. Any other error is not transient: stop rather than spin
+	 * on it. (libuv's status is a negative errno on Linux too.) */
+	if (r >= 0 && status < 0)
+		r = r > 0 || overflows ? uv_poll_start(p, UV_READABLE, nflog_poll_cb) : status;
+	if (r < 0) {
+		fprintf(stderr, "%s: reading blocked packets: %s; no longer audited\n", t->prog,
+			strerror(-r));
+		uv_poll_stop(p);
+	}
+}
+
+static void nflog_closed_cb(uv_handle_t *h)
+{
+	struct sl_serve *t = container_of((uv_poll_t *)h, struct sl_serve, nflog_poll);
+
+	sl_nft_nflog_close(TAKE_PTR(t->nflog));
+}
+
+/* Audit what is still queued, then close. Runs on the loop's thread. */
+static void blocked_stop(struct sl_serve *t)
+{
+	if (!t->nflog_polling)
+		return;
+	t->nflog_polling = false;
+	(void)sl_nft_nflog_read(t->nflog, NFLOG_READS_AT_STOP, audit_blocked, t);
+	audit_losses(t, true);
+	uv_close((uv_handle_t *)&t->nflog_poll, nflog_closed_cb);
+}
+
+struct nflog_open {
+	struct sl_nft_nflog **ret;
+	char *err;
+	size_t errlen;
+};
+
+static int nflog_open_inside(void *userdata)
+{
+	struct nflog_open *o = userdata;
+
+	return sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, o->ret, o->err, o->errlen);
+}
+
+/* Subscribe to the sandbox's NFLOG group (NFLOG is per namespace, so the
+ * socket is made in there; it stays bound to it) and poll it on the
+ * gateway's loop. Called after the sandbox's rules are in place. */
+static int blocked_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, char *err,
+			 size_t errlen)
+{
+	struct nflog_open o = {.ret = &t->nflog, .err = err, .errlen = errlen};
+	int ret;
+
+	if (!t->audit)
+		return 0;
+	t->sandbox_name = sl_netns_sandbox_host_ifname(sb);
+	ret = sl_netns_sandbox_run_inside(sb, nflog_open_inside, &o);
+	if (ret < 0)
+		return ret;
+	ret = uv_poll_init(&t->loop, &t->nflog_poll, sl_nft_nflog_fd(t->nflog));
+	if (ret < 0) {
+		sl_nft_nflog_close(TAKE_PTR(t->nflog));
+		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
+		return ret;
+	}
+	t->nflog_polling = true;
+	ret = uv_poll_start(&t->nflog_poll, UV_READABLE, nflog_poll_cb);
+	if (ret < 0) {
+		blocked_stop(t);
+		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
+		return ret;
+	}
+	return 0;
+}
+
+static void gw_stop_cb(uv_async_t *a)
+{
+	struct sl_serve *t = a->data;
+
+	blocked_stop(t);
+	sl_gw_shutdown(t->gw);
+	t->gw = NULL;
+	sl_gw_resolver_free(t->resolver);
+	t->resolver = NULL;
+	uv_close((uv_handle_t *)a, NULL);
+}
+
+static void gw_thread_main(void *arg)
+{
+	struct sl_serve *t = arg;
+	sigset_t pipe;
+
+	/* A peer that goes away mid-write must not kill sluice: SIGPIPE from
+	 * this thread's writes stays pending here and the write says EPIPE.
+	 * (Ignoring it process-wide would be inherited by the command.) */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+	uv_run(&t->loop, UV_RUN_DEFAULT);
+}
+
+/* Runs inside the sandbox's namespace: the capture listener on its own
+ * loopback, where the redirect rule sends every other TCP connection. */
+static int make_capture_socket(void *userdata)
+{
+	struct sockaddr_in sin = {
+	    .sin_family = AF_INET,
+	    .sin_port = htons(SL_SERVE_PORT_CAPTURE),
+	    .sin_addr = {htonl(INADDR_LOOPBACK)},
+	};
+	int one = 1, fd;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return negative_errno();
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 256) < 0) {
+		int r = negative_errno();
+
+		close(fd);
+		return r;
+	}
+	*(int *)userdata = fd;
+	return 0;
+}
+
+/* Transparent capture: a socket made in the sandbox's namespace stays there,
+ * and the gateway's loop in ours polls it. When sluice is gone the port is
+ * closed and captured connections are refused: fail closed. */
+static int capture_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, char *err,
+			 size_t errlen)
+{
+	int fd = -1, ret;
+
+	ret = sl_netns_sandbox_run_inside(sb, make_capture_socket, &fd);
+	if (ret < 0) {
+		snprintf(err, errlen, "capture listener in the sandbox: %s", strerror(-ret));
+		return ret;
+	}
+	return sl_gw_listen_capture_fd(t->gw, fd, err, errlen);
+}
+
+int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb,
+			   struct sl_policy **policy, const char *audit, const char *resolver,
+			   char *err, size_t errlen)
+{
+	struct sl_gw_config cfg;
+	char listen[INET_ADDRSTRLEN + 8], ip[INET_ADDRSTRLEN];
+	struct in_addr host = sl_netns_sandbox_host_addr(sb);
+	int ret;
+
+	if (uv_loop_init(&t->loop) < 0) {
+		snprintf(err, errlen, "gateway: cannot create its event loop");
+		return -ENOMEM;
+	}
+	t->loop_ready = true;
+	if (audit) {
+		ret = sl_audit_open(audit, &t->audit);
+		if (ret < 0) {
+			snprintf(err, errlen, "--audit '%s': %s", audit, strerror(-ret));
+			return ret;
+		}
+	}
+	ret = sl_gw_resolver_new(&t->loop, resolver, &t->resolver, err, errlen);
+	if (ret < 0)
+		return ret;
+	sl_gw_config_defaults(&cfg);
+	cfg.sandbox = sl_netns_sandbox_host_ifname(sb);
+	ret = sl_gw_new(&t->loop, &cfg, TAKE_PTR(*policy), t->resolver, t->audit, &t->gw);
+	if (ret < 0) {
+		snprintf(err, errlen, "gateway: %s", strerror(-ret));
+		return ret;
+	}
+	inet_ntop(AF_INET, &host, ip, sizeof(ip));
+	snprintf(listen, sizeof(listen), "%s:%u", ip, SL_SERVE_PORT_PROXY);
+	ret = sl_gw_listen_proxy(t->gw, listen, err, errlen);
+	if (ret < 0)
+		return ret;
+	snprintf(listen, sizeof(listen), "%s:%u", ip, SL_SERVE_PORT_DNS);
+	ret = sl_gw_listen_dns(t->gw, listen, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = capture_start(t, sb, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = blocked_start(t, sb, err, errlen);
+	if (ret < 0)
+		return ret;
+	uv_async_init(&t->loop, &t->stop, gw_stop_cb);
+	t->stop.data = t;
+	ret = uv_thread_create(&t->tid, gw_thread_main, t);
+	if (ret < 0) {
+		snprintf(err, errlen, "gateway: cannot start its thread: %s", uv_strerror(ret));
+		/* sl_serve_gateway_stop runs the loop to tidy up: no handle may stay
+		 * active or that would never return. */
+		blocked_stop(t);
+		uv_close((uv_handle_t *)&t->stop, NULL);
+		return ret;
+	}
+	t->running = true;
+	return 0;
+}
+
+void sl_serve_gateway_stop(struct sl_serve *t)
+{
+
+	if (t->running) {
+		uv_async_send(&t->stop);
+		uv_thread_join(&t->tid);
+		t->running = false;
+	} else if (t->loop_ready) {
+		/* Setup failed before the thread started: tidy up here. */
+		if (t->gw)
+			sl_gw_shutdown(t->gw);
+		if (t->resolver)
+			sl_gw_resolver_free(t->resolver);
+		uv_run(&t->loop, UV_RUN_DEFAULT);
+	}
+	if (t->loop_ready) {
+		uv_loop_close(&t->loop);
+		t->loop_ready = false;
+	}
+	sl_audit_close(TAKE_PTR(t->audit));
+}
+
+/* ---- The fence ---- */
+
+static int apply_sandbox_rules(void *userdata)
+{
+	const struct sl_netns_sandbox *sb = ((void **)userdata)[0];
+	char *err = ((void **)userdata)[1];
+	struct sl_nft_sandbox cfg = {
+	    .gateway = sl_netns_sandbox_host_addr(sb),
+	    .tcp_ports = {SL_SERVE_PORT_PROXY, SL_SERVE_PORT_DNS},
+	    .n_tcp_ports = 2,
+	    .udp_ports = {SL_SERVE_PORT_DNS},
+	    .n_udp_ports = 1,
+	    .nflog_group = SL_SERVE_NFLOG_GROUP,
+	    .capture_port = SL_SERVE_PORT_CAPTURE,
+	    .dns_port = SL_SERVE_PORT_DNS,
+	};
+
+	return sl_nft_sandbox_apply(&cfg, err, 512);
+}
+
+int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb, char *err,
+			   size_t errlen)
+{
+	const char *ifname = sl_netns_sandbox_host_ifname(sb);
+	struct sl_nft_host host = {
+	    .name = ifname,
+	    .ifname = ifname,
+	    .addr = sl_netns_sandbox_host_addr(sb),
+	    .tcp_ports = {SL_SERVE_PORT_PROXY, SL_SERVE_PORT_DNS},
+	    .n_tcp_ports = 2,
+	    .udp_ports = {SL_SERVE_PORT_DNS},
+	    .n_udp_ports = 1,
+	};
+	void *inside[2] = {(void *)sb, err};
+	int ret;
+
+	if (errlen < 512)
+		return -EINVAL;
+	ret = sl_nft_open(&s->nft, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = sl_nft_host_apply(s->nft, &host, &s->host_rules_owned, err, errlen);
+	if (ret < 0)
+		return ret;
+	s->host_rules = true;
+	snprintf(s->host_table, sizeof(s->host_table), "%s", ifname);
+	return sl_netns_sandbox_run_inside(sb, apply_sandbox_rules, inside);
+}
+
+void sl_serve_rules_remove(struct sl_serve *s)
+{
+	char err[512];
+
+	if (s->host_rules && !s->host_rules_owned && s->nft)
+		(void)sl_nft_host_delete(s->nft, s->host_table, err, sizeof(err));
+	s->host_rules = false;
+	/* Owned tables vanish with the socket. */
+	sl_nft_close(TAKE_PTR(s->nft));
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What `sluice run` and `sluice attach` share: the fence on both sides of a
+ * sandbox's veth, and the gateway serving the sandbox from a thread of its
+ * own (proxy and DNS on the host end, transparent capture from a listener
+ * made inside the sandbox's namespace, blocked packets from its NFLOG
+ * group into the audit log).
+ *
+ * Order of use: sl_serve_rules_install(), sl_serve_gateway_start(); then,
+ * on every way out, sl_serve_gateway_stop() and sl_serve_rules_remove()
+ * (both safe to call whatever setup reached, and more than once).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "gateway.h"
+#include "netns.h"
+#include "nft.h"
+#include "policy.h"
+
+/* The gateway's ports on the host end (DESIGN.md). */
+#define SL_SERVE_PORT_PROXY 3128
+#define SL_SERVE_PORT_CAPTURE 3129
+#define SL_SERVE_PORT_DNS 53
+/* The NFLOG group the gateway reads blocked packets from. */
+#define SL_SERVE_NFLOG_GROUP 7
+
+struct sl_serve {
+	const char *prog; /* "sluice run": the prefix of what it prints */
+
+	/* The gateway's thread: its own loop, stopped through an async handle. */
+	uv_loop_t loop;
+	uv_async_t stop;
+	uv_thread_t tid;
+	bool loop_ready, running;
+	struct sl_gw *gw;
+	struct sl_gw_resolver *resolver;
+	struct sl_audit *audit;
+	/* Blocked packets, read from the sandbox's NFLOG group on this loop
+	 * (only with an audit log: they go nowhere else). */
+	struct sl_nft_nflog *nflog;
+	uv_poll_t nflog_poll;
+	bool nflog_polling;
+	uint64_t nflog_overflows; /* seen, but not yet counted by a gap */
+	const char *sandbox_name;
+
+	/* The host side's rules. */
+	struct sl_nft *nft;
+	char host_table[32]; /* the name the host rules were installed under */
+	bool host_rules_owned;
+	bool host_rules;
+};
+
+/* The fence, both sides of the veth: the host's table for it (owned by a
+ * socket kept in `s`), then table inet sluice inside the sandbox. errlen
+ * must be at least 512. */
+int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb, char *err,
+			   size_t errlen);
+/* The host's table goes (owned tables vanish with the socket). */
+void sl_serve_rules_remove(struct sl_serve *s);
+
+/* Serve the sandbox: the proxy and DNS on the host end, the capture
+ * listener inside, blocked packets to `audit` (a file or "-"; NULL: no
+ * audit log), names resolved through `resolver` (NULL: the host's). The
+ * policy is taken from *policy once the gateway holds it. */
+int sl_serve_gateway_start(struct sl_serve *s, const struct sl_netns_sandbox *sb,
+			   struct sl_policy **policy, const char *audit, const char *resolver,
+			   char *err, size_t errlen);
+/* Close every connection (each writes its audit record) and the loop. */
+void sl_serve_gateway_stop(struct sl_serve *s);
