@@ -402,29 +402,6 @@ void sl_nft_match_dport(struct sl_nft_rb *rb, uint8_t proto, uint16_t port)
 	rb_cmp(rb, NFT_CMP_EQ, &be, sizeof(be));
 }
 
-void sl_nft_match_ct_established(struct sl_nft_rb *rb)
-{
-	uint32_t mask = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
-	uint32_t zero = 0;
-	struct nftnl_expr *e;
-
-	e = rb_expr(rb, "ct");
-	if (e) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-	}
-	e = rb_expr(rb, "bitwise");
-	if (e) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, sizeof(mask));
-		if (nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, sizeof(mask)) < 0 ||
-		    nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, sizeof(zero)) < 0)
-			rb->error = -ENOMEM;
-	}
-	rb_cmp(rb, NFT_CMP_NEQ, &zero, sizeof(zero));
-}
-
 void sl_nft_act_verdict(struct sl_nft_rb *rb, int verdict)
 {
 	struct nftnl_expr *e = rb_expr(rb, "immediate");

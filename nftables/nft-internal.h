@@ -87,8 +87,6 @@ void sl_nft_match_daddr4(struct sl_nft_rb *rb, struct in_addr addr);
 void sl_nft_match_daddr6(struct sl_nft_rb *rb, const struct in6_addr *addr);
 /* Matches l4proto and its destination port. */
 void sl_nft_match_dport(struct sl_nft_rb *rb, uint8_t proto, uint16_t port);
-/* ct state established or related. */
-void sl_nft_match_ct_established(struct sl_nft_rb *rb);
 
 /* Actions. */
 void sl_nft_act_verdict(struct sl_nft_rb *rb, int verdict);

@@ -197,14 +197,12 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 	sl_nft_act_verdict(&rb, NF_ACCEPT);
 	TRY(sl_nft_plan_add_rule(plan, &rb, "accept lo"));
 
-	/* IPv4 only: an IPv6 flow, even one opened from outside, must not get
-	 * a way out through this rule. */
-	sl_nft_rb_start(&rb, t, "output");
-	sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
-	sl_nft_match_ct_established(&rb);
-	sl_nft_act_verdict(&rb, NF_ACCEPT);
-	TRY(sl_nft_plan_add_rule(plan, &rb, "accept established,related"));
-
+	/* No "accept established,related": every packet the sandbox may send
+	 * is to the gateway's ports or on lo, and those rules match it
+	 * already. Such a rule would only add answers to connections opened
+	 * from outside, which in an attached container's namespace (with
+	 * links of its own) is a way out: a peer connects in and the agent
+	 * streams to it. */
 	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_TCP, tcp, n_tcp));
 	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_UDP, udp, n_udp));
 	if (cfg->capture_port) {

@@ -270,6 +270,30 @@ attach_one() { # attach_one NAME PID TARGET-ARGS...
 	blocked "$pid" "$name: IPv6 TCP to the canary" tcp6 $WORLD_CANARY6 80
 	blocked "$pid" "$name: the old gateway, on the container's own link" tcp 198.51.100.1 2222
 	blocked "$pid" "$name: the host end's other ports" tcp "$gw" 2222
+	if [ "$name" = unshare ]; then
+		# A peer on the container's own link connects in: the agent's
+		# answer must not get out (that would be a way to stream data
+		# to anyone who can reach the container).
+		nsenter -t "$pid" -n timeout 8 python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.51.100.2", 7777)); s.listen(1); s.settimeout(6)
+c, _ = s.accept(); c.sendall(b"exfiltrated"); c.close()' >/dev/null 2>&1 &
+		local lpid=$!
+		sleep 0.5
+		out=$(ip netns exec "$WORLD_HOST" timeout 8 python3 -c '
+import socket
+try:
+    s = socket.create_connection(("198.51.100.2", 7777), timeout=3)
+    s.settimeout(3)
+    print("got", s.recv(100))
+except Exception as e:
+    print("nothing:", type(e).__name__)' 2>&1)
+		kill "$lpid" 2>/dev/null
+		wait "$lpid" 2>/dev/null
+		check "$name: a connection opened from outside gets no answer out ($out)" \
+			sh -c "echo '$out' | grep -q '^nothing'"
+	fi
 	check "$name: the canary saw nothing" [ "$(world_canary_count)" = 0 ]
 	out=$(ip netns exec "$WORLD_HOST" nft list tables | tr '\n' ' ')
 	check "$name: the host side has its table ($out)" sh -c "echo '$out' | grep -q 'inet sluice-sl'"
