@@ -299,7 +299,9 @@ static void wait_for_the_end(struct attach *a, const sigset_t *set)
 			fprintf(stderr, PROG ": process %d exited; detaching\n", (int)a->pid);
 			return;
 		}
-		/* SIGHUP (no reload yet), EINTR, EAGAIN (the tick): wait on. */
+		if (sig == SIGHUP)
+			sl_serve_reload(&a->serve, a->policy_path);
+		/* EINTR, EAGAIN (the tick): wait on. */
 	}
 }
 

@@ -38,7 +38,7 @@ extern char **environ;
 /* Signals sluice takes and hands to the command. Terminal-generated ones
  * reach the command directly (it shares our process group), so only those
  * sent by a process are forwarded: Ctrl-C must not arrive twice. */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+static const int forwarded[] = {SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2};
 
 struct run {
 	struct sl_netns_run_args args;
@@ -61,6 +61,7 @@ static void run_usage(FILE *f)
 	      "CPU. --pool is where sandbox addresses come from (default " SL_NETNS_DEFAULT_POOL
 	      ").\n"
 	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed.\n"
+	      "SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed to CMD; SIGHUP reloads --policy.\n"
 	      "--audit FILE|- writes one JSON line per decision; --resolver ADDR[:PORT] is the\n"
 	      "DNS server the gateway asks (default: the host's resolv.conf).\n"
 	      "Not supported yet: --upstream-ca (it needs TLS inspection).\n",
@@ -143,8 +144,9 @@ fail:
 	return RUN_EXIT_SETUP;
 }
 
-/* Wait for the command, forwarding signals; its wait status. */
-static int supervise(pid_t child, const sigset_t *set)
+/* Wait for the command, forwarding signals (SIGHUP reloads the policy
+ * instead); its wait status. */
+static int supervise(struct run *r, pid_t child, const sigset_t *set)
 {
 	for (;;) {
 		siginfo_t si;
@@ -158,6 +160,10 @@ static int supervise(pid_t child, const sigset_t *set)
 			while ((p = waitpid(-1, &status, WNOHANG)) > 0)
 				if (p == child)
 					return status;
+			continue;
+		}
+		if (sig == SIGHUP) {
+			sl_serve_reload(&r->serve, r->args.policy);
 			continue;
 		}
 		if (si.si_code != SI_KERNEL)
@@ -216,6 +222,7 @@ int sl_cmd_run(int argc, char **argv)
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		sigaddset(&set, forwarded[i]);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
 		fprintf(stderr, "sluice run: blocking signals: %m\n");
 		sl_policy_free(r.policy);
@@ -227,7 +234,7 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return ret;
 	}
-	ret = exit_status(supervise(child, &set));
+	ret = exit_status(supervise(&r, child, &set));
 	run_teardown(&r);
 	return ret;
 }

@@ -191,10 +191,25 @@ static int blocked_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, 
 	return 0;
 }
 
+static void reload_cb(uv_async_t *a)
+{
+	struct sl_serve *t = a->data;
+	struct sl_policy *p;
+
+	uv_mutex_lock(&t->lock);
+	p = TAKE_PTR(t->pending);
+	uv_mutex_unlock(&t->lock);
+	if (p && t->gw)
+		sl_gw_set_policy(t->gw, p);
+	else
+		sl_policy_free(p);
+}
+
 static void gw_stop_cb(uv_async_t *a)
 {
 	struct sl_serve *t = a->data;
 
+	uv_close((uv_handle_t *)&t->reload, NULL);
 	blocked_stop(t);
 	sl_gw_shutdown(t->gw);
 	t->gw = NULL;
@@ -272,6 +287,7 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 		return -ENOMEM;
 	}
 	t->loop_ready = true;
+	uv_mutex_init(&t->lock);
 	if (audit) {
 		ret = sl_audit_open(audit, &t->audit);
 		if (ret < 0) {
@@ -306,6 +322,8 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 		return ret;
 	uv_async_init(&t->loop, &t->stop, gw_stop_cb);
 	t->stop.data = t;
+	uv_async_init(&t->loop, &t->reload, reload_cb);
+	t->reload.data = t;
 	ret = uv_thread_create(&t->tid, gw_thread_main, t);
 	if (ret < 0) {
 		snprintf(err, errlen, "gateway: cannot start its thread: %s", uv_strerror(ret));
@@ -313,6 +331,7 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 		 * active or that would never return. */
 		blocked_stop(t);
 		uv_close((uv_handle_t *)&t->stop, NULL);
+		uv_close((uv_handle_t *)&t->reload, NULL);
 		return ret;
 	}
 	t->running = true;
@@ -336,9 +355,51 @@ void sl_serve_gateway_stop(struct sl_serve *t)
 	}
 	if (t->loop_ready) {
 		uv_loop_close(&t->loop);
+		uv_mutex_destroy(&t->lock);
 		t->loop_ready = false;
 	}
+	sl_policy_free(TAKE_PTR(t->pending));
 	sl_audit_close(TAKE_PTR(t->audit));
+}
+
+void sl_serve_set_policy(struct sl_serve *t, struct sl_policy *p)
+{
+	struct sl_policy *old;
+
+	if (!t->running) {
+		sl_policy_free(p);
+		return;
+	}
+	uv_mutex_lock(&t->lock);
+	old = t->pending;
+	t->pending = p;
+	uv_mutex_unlock(&t->lock);
+	sl_policy_free(old);
+	uv_async_send(&t->reload);
+}
+
+void sl_serve_reload(struct sl_serve *t, const char *policy_path)
+{
+	struct sl_policy *p = NULL;
+	struct sl_diags d = { 0 };
+	int r;
+
+	if (!policy_path) {
+		fprintf(stderr, "%s: SIGHUP: no --policy to reload; still denying everything\n",
+			t->prog);
+		return;
+	}
+	r = sl_policy_load_file(policy_path, &p, &d);
+	for (size_t i = 0; i < d.n; i++)
+		fprintf(stderr, "%s\n", d.msgs[i]);
+	sl_diags_clear(&d);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n", t->prog,
+			policy_path);
+		return;
+	}
+	sl_serve_set_policy(t, p);
+	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);
 }
 
 /* ---- The fence ---- */

@@ -35,6 +35,9 @@ struct sl_serve {
 	/* The gateway's thread: its own loop, stopped through an async handle. */
 	uv_loop_t loop;
 	uv_async_t stop;
+	uv_async_t reload;              /* a new policy is waiting in pending */
+	uv_mutex_t lock;                /* guards pending */
+	struct sl_policy *pending;
 	uv_thread_t tid;
 	bool loop_ready, running;
 	struct sl_gw *gw;
@@ -72,3 +75,11 @@ int sl_serve_gateway_start(struct sl_serve *s, const struct sl_netns_sandbox *sb
 			   char *err, size_t errlen);
 /* Close every connection (each writes its audit record) and the loop. */
 void sl_serve_gateway_stop(struct sl_serve *s);
+
+/* Hand the gateway a new policy (taken over), from any thread: requests
+ * decided from then on use it; connections already open keep theirs. */
+void sl_serve_set_policy(struct sl_serve *s, struct sl_policy *p);
+
+/* SIGHUP: load the policy file again and hand it over. A policy that fails
+ * to load is reported and the running one stays in force. */
+void sl_serve_reload(struct sl_serve *s, const char *policy_path);

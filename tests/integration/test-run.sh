@@ -288,7 +288,25 @@ open('$T/ready', 'w').close(); time.sleep(20)"
 sig_test INT 130 "$PY" -c "import signal, time
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 open('$T/ready', 'w').close(); time.sleep(20)"
-sig_test HUP 129 sh -c "touch $T/ready; exec sleep 20"
+
+# SIGHUP is not forwarded: it reloads the policy, and the command carries on.
+rm -f "$T/ready" "$T/go"
+printf 'version: 1\nallow:\n  - host: first.test\n' >"$T/hup.yaml"
+chmod 644 "$T/hup.yaml"
+world_host_bg "$SLUICE" run --policy "$T/hup.yaml" -- sh -c "touch $T/ready;
+	for i in \$(seq 100); do [ -e $T/go ] && break; sleep 0.1; done;
+	curl -s -m 5 http://named.test/" >"$T/hup.out" 2>"$T/hup.err"
+pid=$!
+for i in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
+printf 'version: 1\nallow:\n  - host: first.test\ndeny:\n  - host: named.test\n' >"$T/hup.yaml"
+kill -HUP "$pid"
+sleep 0.5
+touch "$T/go"
+wait "$pid"; rc=$?
+check "SIGHUP reloads the policy and the command carries on (exit $rc, $(cat "$T/hup.out"))" \
+	sh -c "[ $rc = 0 ] && grep -q 'named.test:80 denied by deny\[1\]' '$T/hup.out'"
+check "... and says so" grep -q "reloaded" "$T/hup.err"
+nothing_left "after SIGHUP"
 
 # A setup that fails halfway: the only /30 of a pool is taken.
 rm -f "$T/ready"
