@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One proxy connection, top to bottom:
+ * One proxy connection, top to bottom (the plain-HTTP, tunnel and capture
+ * parts live in conn-http.c, conn-tunnel.c and conn-capture.c):
  *
  *   accept -> read the request head -> parse -> decide -> resolve ->
  *   connect -> (CONNECT: answer 200, peek the ClientHello's SNI) ->
@@ -19,94 +20,18 @@
 #include <string.h>
 
 #include "addr.h"
-#include "gateway-internal.h"
+#include "conn-internal.h"
 #include "http.h"
 #include "macro.h"
 #include "tls-hello.h"
 
-#define READ_CHUNK 65536
-#define HELLO_MAX (16384 + 5 + 4096)
-
-enum state {
-	ST_HEAD,       /* reading the request head */
-	ST_RESOLVING,  /* waiting for the resolver */
-	ST_CONNECTING, /* waiting for the upstream connect */
-	ST_PEEK,       /* CONNECT: reading the ClientHello before relaying */
-	ST_RELAY,      /* bytes flow both ways */
-	ST_RESPONDING, /* writing an error response, then closing */
-	ST_CLOSING,
-};
-
-struct conn {
-	struct sl_gw *gw;
-	struct conn *prev, *next;
-	struct sl_gw_policy *pol;
-	enum state state;
-
-	uv_tcp_t client;
-	uv_tcp_t upstream;
-	uv_timer_t timer;
-	uv_connect_t connect_req;
-	uv_shutdown_t shutdown_client, shutdown_upstream;
-	bool upstream_open;
-	int open_handles;
-
-	/* The head (and, for CONNECT, the peeked hello) as it arrives. */
-	char *buf;
-	size_t len;
-
-	/* What was asked and decided, for the audit record. */
-	bool is_connect;	 /* a CONNECT through the explicit proxy */
-	bool captured;		 /* redirected to us by the sandbox's nftables */
-	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
-	bool tls_seen;		 /* a ClientHello was checked */
-	struct sockaddr_in orig; /* captured: where the client was going */
-	char orig_str[INET_ADDRSTRLEN];
-	bool parsed;
-	char method[16];
-	char *path;
-	uint16_t port;
-	struct sl_decision dec;
-	bool decided;
-	const char *reason; /* overrides the decision's reason when set */
-	bool refused;	    /* we refused it, whatever the policy said */
-	char sni[256];
-	int status;
-	char client_addr[INET6_ADDRSTRLEN + 8];
-	uint64_t start_wall_ms, start_loop_ms;
-	uint64_t bytes_up, bytes_down;
-
-	struct sl_gw_resolve_req *rreq;
-
-	/* Plain HTTP: where the request body ends (no second request may
-	 * follow it to the origin undecided). */
-	struct sl_http_body body;
-	bool body_active;
-	bool body_done;
-
-	/* Plain HTTP responses, and keep-alive to the client. */
-	struct sl_http_response resp;
-	char *rbuf; /* the response head as it arrives */
-	size_t rlen;
-	bool resp_head_done;
-	bool head_request;
-	bool client_keep_alive; /* the request allows it (HTTP/1.1's default) */
-	bool keep_alive;        /* ... and the response's framing does too */
-	char *pipelined;        /* client bytes after this request's body */
-	size_t pipelined_len;
-	unsigned n_exchanges;   /* finished and audited on this connection */
-	bool audited;
-
-	/* Relay state, per direction. */
-	bool client_eof, upstream_eof;
-	bool client_paused, upstream_paused;
-	bool status_seen;
-	bool state_was_relay; /* for the audit: the tunnel carried bytes */
-};
+static void resume_reading(struct conn *c, bool client);
+static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 /* ---- lifetime ---- */
 
-static void conn_free(struct conn *c)
+void conn_free(struct conn *c)
 {
 	struct sl_gw *gw = c->gw;
 
@@ -126,7 +51,7 @@ static void conn_free(struct conn *c)
 	sl_gw_maybe_free(gw);
 }
 
-static void write_audit(struct conn *c)
+void conn_write_audit(struct conn *c)
 {
 	struct sl_audit_record r = {
 	    .ts_ms = c->start_wall_ms,
@@ -168,7 +93,7 @@ static void handle_closed(uv_handle_t *h)
 		 * nothing more to say: its exchanges were audited as each
 		 * ended. */
 		if (!c->audited && !(c->n_exchanges && !c->parsed && !c->len))
-			write_audit(c);
+			conn_write_audit(c);
 		conn_free(c);
 	}
 }
@@ -179,7 +104,7 @@ static void close_handle(struct conn *c, uv_handle_t *h)
 		uv_close(h, handle_closed);
 }
 
-static void conn_close(struct conn *c)
+void conn_close(struct conn *c)
 {
 	if (c->state == ST_CLOSING)
 		return;
@@ -206,8 +131,6 @@ struct wreq {
 	bool close_after;
 };
 
-static void resume_reading(struct conn *c, bool client);
-
 static void write_done(uv_write_t *req, int status)
 {
 	struct wreq *w = container_of(req, struct wreq, req);
@@ -229,7 +152,7 @@ static void write_done(uv_write_t *req, int status)
 }
 
 /* Queue data (owned, malloc'd) to the client or the upstream. */
-static int send_owned(struct conn *c, bool to_client, char *data, size_t len, bool close_after)
+int conn_send_owned(struct conn *c, bool to_client, char *data, size_t len, bool close_after)
 {
 	uv_stream_t *dst = to_client ? (uv_stream_t *)&c->client : (uv_stream_t *)&c->upstream;
 	struct wreq *w = calloc(1, sizeof(*w));
@@ -252,14 +175,14 @@ static int send_owned(struct conn *c, bool to_client, char *data, size_t len, bo
 	return r;
 }
 
-static int send_copy(struct conn *c, bool to_client, const char *data, size_t len, bool close_after)
+int conn_send_copy(struct conn *c, bool to_client, const char *data, size_t len, bool close_after)
 {
 	char *copy = malloc(len ? len : 1);
 
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, data, len);
-	return send_owned(c, to_client, copy, len, close_after);
+	return conn_send_owned(c, to_client, copy, len, close_after);
 }
 
 static const char *status_text(int status)
@@ -287,7 +210,7 @@ static const char *status_text(int status)
 }
 
 /* Answer with a one-line plain-text reason and close. */
-static void respond_error(struct conn *c, int status, const char *reason, const char *why)
+void conn_respond_error(struct conn *c, int status, const char *reason, const char *why)
 {
 	char body[768], *msg;
 	int blen, n;
@@ -315,17 +238,9 @@ static void respond_error(struct conn *c, int status, const char *reason, const 
 		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
 		     status, status_text(status), blen, blen, body);
-	if (n < 0 || send_owned(c, true, msg, (size_t)n, true) < 0)
+	if (n < 0 || conn_send_owned(c, true, msg, (size_t)n, true) < 0)
 		conn_close(c);
 }
-
-/* ---- timers ---- */
-
-static void decide_by_address(struct conn *c);
-static int keep_pipelined(struct conn *c, const char *p, size_t n);
-static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name);
-static void capture_classify(struct conn *c);
-static void capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void timer_fired(uv_timer_t *t)
 {
@@ -337,14 +252,15 @@ static void timer_fired(uv_timer_t *t)
 			/* A protocol where the server speaks first (SMTP, a
 			 * database): nothing to read, decide by address. */
 			uv_read_stop((uv_stream_t *)&c->client);
-			decide_by_address(c);
+			conn_decide_by_address(c);
 			break;
 		}
-		respond_error(c, 408, "header-timeout", "timed out waiting for the request head");
+		conn_respond_error(c, 408, "header-timeout",
+				   "timed out waiting for the request head");
 		break;
 	case ST_RESOLVING:
 	case ST_CONNECTING:
-		respond_error(c, 504, "connect-timeout", "timed out connecting upstream");
+		conn_respond_error(c, 504, "connect-timeout", "timed out connecting upstream");
 		break;
 	case ST_PEEK:
 	case ST_RELAY:
@@ -359,21 +275,18 @@ static void timer_fired(uv_timer_t *t)
 	}
 }
 
-static void arm_timer(struct conn *c, unsigned ms)
+void conn_arm_timer(struct conn *c, unsigned ms)
 {
 	uv_timer_start(&c->timer, timer_fired, ms, 0);
 }
 
 /* ---- reading ---- */
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	buf->base = malloc(READ_CHUNK);
 	buf->len = buf->base ? READ_CHUNK : 0;
 }
-
-static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void resume_reading(struct conn *c, bool client)
 {
@@ -385,16 +298,16 @@ static void resume_reading(struct conn *c, bool client)
 		return;
 	if (client && c->client_paused && !c->client_eof && !c->body_done) {
 		c->client_paused = false;
-		uv_read_start((uv_stream_t *)&c->client, alloc_cb, relay_client_read);
+		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
 	} else if (!client && c->upstream_paused && !c->upstream_eof) {
 		c->upstream_paused = false;
-		uv_read_start((uv_stream_t *)&c->upstream, alloc_cb, relay_upstream_read);
+		uv_read_start((uv_stream_t *)&c->upstream, conn_alloc_cb, relay_upstream_read);
 	}
 }
 
 /* Pause the source when the destination's queue is over the cap: a slow
  * reader stalls its writer instead of growing our memory. */
-static void maybe_pause(struct conn *c, bool client)
+void conn_maybe_pause(struct conn *c, bool client)
 {
 	uv_stream_t *dst = client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
 
@@ -420,7 +333,7 @@ static void shutdown_done(uv_shutdown_t *req, int status)
 }
 
 /* One side said EOF: pass the half-close on to the other. */
-static void half_close(struct conn *c, bool from_client)
+void conn_half_close(struct conn *c, bool from_client)
 {
 	uv_shutdown_t *req = from_client ? &c->shutdown_upstream : &c->shutdown_client;
 	uv_stream_t *dst = from_client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
@@ -428,19 +341,6 @@ static void half_close(struct conn *c, bool from_client)
 	req->data = c;
 	if (uv_shutdown(req, dst, shutdown_done) < 0)
 		conn_close(c);
-}
-
-/* The request body's framing broke (a bad chunk size): refuse with 400 if
- * the origin's answer has not started reaching the client, else just end. */
-static void body_error(struct conn *c)
-{
-	if (!c->bytes_down) {
-		respond_error(c, 400, "bad-request", "bad framing in the request body");
-		return;
-	}
-	c->refused = true;
-	c->reason = "bad-request";
-	conn_close(c);
 }
 
 static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -463,7 +363,7 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 		if (c->upstream_eof)
 			conn_close(c);
 		else if (c->tunnel)
-			half_close(c, true);
+			conn_half_close(c, true);
 		return;
 	}
 	n = (size_t)nread;
@@ -474,7 +374,7 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 
 		if (k < 0) {
 			free(buf->base);
-			body_error(c);
+			conn_body_error(c);
 			return;
 		}
 		n = (size_t)k;
@@ -483,7 +383,7 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 			uv_read_stop(s);
 			/* The next request, pipelined: kept for when this
 			 * exchange is over, to be decided on its own. */
-			if (keep_pipelined(c, buf->base + n, (size_t)nread - n) < 0) {
+			if (conn_keep_pipelined(c, buf->base + n, (size_t)nread - n) < 0) {
 				free(buf->base);
 				conn_close(c);
 				return;
@@ -496,209 +396,11 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 	}
 	uv_timer_again(&c->timer);
 	c->bytes_up += n;
-	if (send_owned(c, false, buf->base, n, false) < 0) {
+	if (conn_send_owned(c, false, buf->base, n, false) < 0) {
 		conn_close(c);
 		return;
 	}
-	maybe_pause(c, true);
-}
-
-static void note_status(struct conn *c, const char *p, size_t n)
-{
-	/* "HTTP/1.1 200 ..." : the status, for the audit record. */
-	if (c->status_seen || n < 12 || memcmp(p, "HTTP/1.", 7) != 0)
-		return;
-	c->status_seen = true;
-	if (p[9] >= '1' && p[9] <= '5' && p[10] >= '0' && p[10] <= '9' && p[11] >= '0' &&
-	    p[11] <= '9')
-		c->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-}
-
-static int keep_pipelined(struct conn *c, const char *p, size_t n)
-{
-	char *grown;
-
-	if (n == 0)
-		return 0;
-	if (c->pipelined_len + n > c->gw->cfg.max_header_bytes + 1)
-		n = c->gw->cfg.max_header_bytes + 1 - c->pipelined_len; /* over the cap: 431 later */
-	grown = realloc(c->pipelined, c->pipelined_len + n);
-	if (!grown)
-		return -ENOMEM;
-	memcpy(grown + c->pipelined_len, p, n);
-	c->pipelined = grown;
-	c->pipelined_len += n;
-	return 0;
-}
-
-static void next_request(struct conn *c);
-static void process_head(struct conn *c);
-
-/* A kept-alive exchange's upstream connection is closed: the next request
- * on the client's connection may begin (it needs the handle again). */
-static void upstream_closed_next(uv_handle_t *h)
-{
-	struct conn *c = h->data;
-
-	c->upstream_open = false;
-	if (--c->open_handles == 0) {
-		conn_free(c);
-		return;
-	}
-	if (c->state != ST_CLOSING)
-		next_request(c);
-}
-
-/* The response is complete. With keep-alive, audit this exchange and make
- * ready for the next request; without, end the connection once what we
- * queued for the client is written. */
-static void end_exchange(struct conn *c)
-{
-	uv_read_stop((uv_stream_t *)&c->upstream);
-	if (!c->keep_alive) {
-		c->client_eof = c->upstream_eof = true;
-		half_close(c, false);
-		return;
-	}
-	write_audit(c);
-	c->audited = true;
-	c->n_exchanges++;
-	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
-	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->upstream, upstream_closed_next);
-}
-
-/* Headers the origin sent for its hop only: they must not reach the
- * client, which gets our own Connection header instead. */
-static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl_http_span *name)
-{
-	return sl_http_span_caseeq(name, "connection") || sl_http_span_caseeq(name, "keep-alive") ||
-	       sl_http_span_caseeq(name, "proxy-connection") ||
-	       sl_http_span_caseeq(name, "proxy-authenticate") || hop_by_hop(h, name);
-}
-
-static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
-{
-	const char *eol = memchr(head, '\r', h->head_len);
-	size_t cap = h->head_len + 64, len, i;
-	char *out;
-
-	if (!eol)
-		return -EINVAL;
-	out = malloc(cap);
-	if (!out)
-		return -ENOMEM;
-	len = (size_t)(eol - head) + 2;
-	memcpy(out, head, len);
-	for (i = 0; i < h->n_headers; i++) {
-		const struct sl_http_header *hd = &h->headers[i];
-
-		if (response_hop_by_hop(h, &hd->name) && !sl_http_span_caseeq(&hd->name, "trailer"))
-			continue;
-		memcpy(out + len, hd->name.p, hd->name.len);
-		len += hd->name.len;
-		memcpy(out + len, ": ", 2);
-		len += 2;
-		memcpy(out + len, hd->value.p, hd->value.len);
-		len += hd->value.len;
-		memcpy(out + len, "\r\n", 2);
-		len += 2;
-	}
-	len += (size_t)snprintf(out + len, cap - len, "Connection: %s\r\n\r\n",
-				c->keep_alive ? "keep-alive" : "close");
-	c->bytes_down += len;
-	return send_owned(c, true, out, len, false);
-}
-
-/* Plain HTTP: bytes from the origin. The head is parsed and rewritten, the
- * body relayed as it comes, and its end found, so that the client's
- * connection can carry another request. Returns false when c was closed. */
-static bool response_bytes(struct conn *c, const char *p, size_t n)
-{
-	while (!c->resp_head_done) {
-		struct sl_http_request h;
-		char *grown;
-		int k;
-
-		grown = realloc(c->rbuf, c->rlen + n);
-		if (!grown) {
-			conn_close(c);
-			return false;
-		}
-		memcpy(grown + c->rlen, p, n);
-		c->rbuf = grown;
-		c->rlen += n;
-		n = 0;
-		k = sl_http_response_begin(&c->resp, c->rbuf, c->rlen, 65536, c->head_request, &h);
-		if (k == 0)
-			return true;
-		if (k < 0) {
-			if (c->bytes_down == 0)
-				respond_error(c, 502, "bad-response", "the origin's response was unreadable");
-			else
-				conn_close(c);
-			return false;
-		}
-		c->status = c->resp.status;
-		if (c->status >= 100 && c->status < 200 && c->status != 101) {
-			/* An interim answer (100 Continue): pass it on as it is
-			 * and read the final one. */
-			c->bytes_down += (size_t)k;
-			if (send_copy(c, true, c->rbuf, (size_t)k, false) < 0) {
-				conn_close(c);
-				return false;
-			}
-		} else {
-			c->keep_alive = c->client_keep_alive && c->resp.self_delimited &&
-					c->status != 101;
-			if (forward_response_head(c, c->rbuf, &h) < 0) {
-				conn_close(c);
-				return false;
-			}
-			c->resp_head_done = true;
-		}
-		/* What followed the head is body (or the next head). */
-		memmove(c->rbuf, c->rbuf + k, c->rlen - (size_t)k);
-		c->rlen -= (size_t)k;
-		if (c->resp_head_done) {
-			p = c->rbuf;
-			n = c->rlen;
-			c->rlen = 0;
-			if (!c->resp.done && n) {
-				ssize_t b = sl_http_response_feed(&c->resp, p, n);
-
-				if (b < 0) {
-					conn_close(c);
-					return false;
-				}
-				c->bytes_down += (size_t)b;
-				if (b && send_copy(c, true, p, (size_t)b, false) < 0) {
-					conn_close(c);
-					return false;
-				}
-			}
-			if (c->resp.done)
-				end_exchange(c);
-			return c->state != ST_CLOSING;
-		}
-		p = NULL;
-	}
-	{
-		ssize_t b = sl_http_response_feed(&c->resp, p, n);
-
-		if (b < 0) {
-			conn_close(c);
-			return false;
-		}
-		c->bytes_down += (size_t)b;
-		if (b && send_copy(c, true, p, (size_t)b, false) < 0) {
-			conn_close(c);
-			return false;
-		}
-		if (c->resp.done)
-			end_exchange(c);
-	}
-	return c->state != ST_CLOSING;
+	conn_maybe_pause(c, true);
 }
 
 static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -710,27 +412,7 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 		return;
 	}
 	if (!c->tunnel) {
-		if (nread < 0) {
-			free(buf->base);
-			c->upstream_eof = true;
-			uv_read_stop(s);
-			if (!c->resp_head_done && c->bytes_down == 0) {
-				respond_error(c, 502, "bad-response",
-					      "the origin closed without a response");
-			} else if (c->resp_head_done && !c->resp.self_delimited) {
-				/* The end of a close-delimited body. */
-				c->keep_alive = false;
-				end_exchange(c);
-			} else if (!c->resp.done) {
-				conn_close(c); /* cut short */
-			}
-			return;
-		}
-		uv_timer_again(&c->timer);
-		(void)response_bytes(c, buf->base, (size_t)nread);
-		free(buf->base);
-		if (c->state == ST_RELAY)
-			maybe_pause(c, false);
+		conn_http_upstream_read(c, nread, buf);
 		return;
 	}
 	if (nread < 0) {
@@ -745,228 +427,37 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 		 * asked for that), so the exchange is over. */
 		if (!c->tunnel) {
 			c->client_eof = true;
-			half_close(c, false);
+			conn_half_close(c, false);
 		} else if (c->client_eof) {
 			conn_close(c);
 		} else {
-			half_close(c, false);
+			conn_half_close(c, false);
 		}
 		return;
 	}
-	if (!c->tunnel)
-		note_status(c, buf->base, (size_t)nread);
 	uv_timer_again(&c->timer);
 	c->bytes_down += (size_t)nread;
-	if (send_owned(c, true, buf->base, (size_t)nread, false) < 0) {
+	if (conn_send_owned(c, true, buf->base, (size_t)nread, false) < 0) {
 		conn_close(c);
 		return;
 	}
-	maybe_pause(c, false);
+	conn_maybe_pause(c, false);
 }
 
-static void start_relay(struct conn *c)
+void conn_start_relay(struct conn *c)
 {
 	c->state = ST_RELAY;
 	c->state_was_relay = true;
 	uv_timer_start(&c->timer, timer_fired, c->gw->cfg.idle_timeout_ms,
 		       c->gw->cfg.idle_timeout_ms);
 	if (!c->body_done)
-		uv_read_start((uv_stream_t *)&c->client, alloc_cb, relay_client_read);
-	uv_read_start((uv_stream_t *)&c->upstream, alloc_cb, relay_upstream_read);
-}
-
-/* ---- CONNECT: the ClientHello's SNI must name the host we decided on ---- */
-
-static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-
-/* Check what the client sent first through the tunnel. A TLS ClientHello
- * whose SNI names another host is domain fronting: the CONNECT said one
- * host, the TLS session asks the (shared) front end for another. */
-static void peek_check(struct conn *c)
-{
-	struct sl_tls_hello h;
-	int r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
-
-	if (r == -EAGAIN) {
-		if (c->len >= HELLO_MAX) {
-			c->refused = true;
-			c->reason = "bad-client-hello";
-			conn_close(c);
-		}
-		return; /* read on */
-	}
-	uv_read_stop((uv_stream_t *)&c->client);
-	if (r == 0) {
-		if (h.ech) {
-			/* The outer SNI of an Encrypted ClientHello is not the
-			 * real destination: nothing here can be decided. */
-			c->refused = true;
-			c->reason = "ech";
-			conn_close(c);
-			return;
-		}
-		c->tls_seen = true;
-		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
-		if (h.sni[0]) {
-			char norm[SL_HOST_BUF];
-			enum sl_host_kind kind;
-
-			if (sl_host_normalize(h.sni, strlen(h.sni), norm, &kind, NULL) < 0 ||
-			    strcmp(norm, c->dec.host) != 0) {
-				c->refused = true;
-				c->reason = "sni-mismatch";
-				conn_close(c);
-				return;
-			}
-		}
-	} else if (r != -EINVAL) {
-		/* It claimed to be TLS but is malformed. */
-		c->refused = true;
-		c->reason = "bad-client-hello";
-		conn_close(c);
-		return;
-	}
-	/* Not TLS at all (-EINVAL), or a hello for the right host: relay,
-	 * starting with what we peeked. */
-	if (c->len) {
-		c->bytes_up += c->len;
-		if (send_owned(c, false, c->buf, c->len, false) < 0) {
-			c->buf = NULL;
-			conn_close(c);
-			return;
-		}
-		c->buf = NULL;
-		c->len = 0;
-	}
-	start_relay(c);
-}
-
-static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct conn *c = s->data;
-	char *grown;
-
-	if (nread <= 0) {
-		free(buf->base);
-		if (nread < 0)
-			conn_close(c);
-		return;
-	}
-	if (c->len + (size_t)nread > HELLO_MAX) {
-		free(buf->base);
-		c->refused = true;
-		c->reason = "bad-client-hello";
-		conn_close(c);
-		return;
-	}
-	grown = realloc(c->buf, c->len + (size_t)nread);
-	if (!grown) {
-		free(buf->base);
-		conn_close(c);
-		return;
-	}
-	memcpy(grown + c->len, buf->base, (size_t)nread);
-	free(buf->base);
-	c->buf = grown;
-	c->len += (size_t)nread;
-	peek_check(c);
-}
-
-/* ---- connect ---- */
-
-static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
-{
-	static const char *const always[] = {
-	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
-	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
-	const struct sl_http_span *conn_hdr;
-	size_t i;
-
-	for (i = 0; i < ELEMENTSOF(always); i++)
-		if (sl_http_span_caseeq(name, always[i]))
-			return true;
-	/* Headers the client listed in Connection are hop-by-hop too. */
-	conn_hdr = sl_http_header(r, "connection", NULL);
-	if (conn_hdr) {
-		const char *p = conn_hdr->p, *end = conn_hdr->p + conn_hdr->len;
-
-		while (p < end) {
-			const char *tok;
-
-			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			tok = p;
-			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-				p++;
-			if ((size_t)(p - tok) == name->len && !strncasecmp(tok, name->p, name->len))
-				return true;
-		}
-	}
-	return false;
-}
-
-/* The head we send to the origin: origin-form target, the client's end-to-
- * end headers, and "Connection: close" so the origin ends the exchange. */
-static int build_forward_head(struct conn *c, const struct sl_http_request *r, char **ret,
-			      size_t *ret_len)
-{
-	size_t cap = r->head_len + 256, len = 0, i;
-	char *out = malloc(cap);
-	int n;
-
-	if (!out)
-		return -ENOMEM;
-	n = snprintf(out, cap, "%s %s HTTP/1.1\r\n", c->method, c->path);
-	if (n < 0 || (size_t)n >= cap) {
-		free(out);
-		return -E2BIG;
-	}
-	len = (size_t)n;
-	for (i = 0; i < r->n_headers; i++) {
-		const struct sl_http_header *h = &r->headers[i];
-
-		if (hop_by_hop(r, &h->name))
-			continue;
-		if (len + h->name.len + h->value.len + 4 >= cap) {
-			free(out);
-			return -E2BIG;
-		}
-		memcpy(out + len, h->name.p, h->name.len);
-		len += h->name.len;
-		memcpy(out + len, ": ", 2);
-		len += 2;
-		memcpy(out + len, h->value.p, h->value.len);
-		len += h->value.len;
-		memcpy(out + len, "\r\n", 2);
-		len += 2;
-	}
-	if (!sl_http_header(r, "host", NULL)) {
-		n = snprintf(out + len, cap - len, "Host: %s:%u\r\n", c->dec.host, c->port);
-		if (n < 0 || (size_t)n >= cap - len) {
-			free(out);
-			return -E2BIG;
-		}
-		len += (size_t)n;
-	}
-	if (len + 21 >= cap) {
-		free(out);
-		return -E2BIG;
-	}
-	memcpy(out + len, "Connection: close\r\n\r\n", 21);
-	len += 21;
-	*ret = out;
-	*ret_len = len;
-	return 0;
+		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
+	uv_read_start((uv_stream_t *)&c->upstream, conn_alloc_cb, relay_upstream_read);
 }
 
 static void connected(uv_connect_t *req, int status)
 {
 	struct conn *c = req->data;
-	struct sl_http_request r;
-	int st = 0;
-	const char *why = NULL;
-	char *head;
-	size_t head_len, rest;
 
 	if (c->state == ST_CLOSING)
 		return;
@@ -976,102 +467,13 @@ static void connected(uv_connect_t *req, int status)
 
 		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
 			 uv_strerror(status));
-		respond_error(c, 502, "connect-failed", msg);
+		conn_respond_error(c, 502, "connect-failed", msg);
 		return;
 	}
-
-	if (c->tunnel && c->captured) {
-		/* What the client already sent (its hello, its banner) goes
-		 * first, then the bytes flow. */
-		if (c->len) {
-			c->bytes_up += c->len;
-			if (send_owned(c, false, c->buf, c->len, false) < 0) {
-				c->buf = NULL;
-				conn_close(c);
-				return;
-			}
-			c->buf = NULL;
-			c->len = 0;
-		}
-		start_relay(c);
-		return;
-	}
-
-	if (c->is_connect) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		/* Anything the client sent after its CONNECT head already
-		 * belongs to the tunnel. */
-		size_t head_end;
-
-		(void)sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st,
-					    &why);
-		head_end = r.head_len;
-		memmove(c->buf, c->buf + head_end, c->len - head_end);
-		c->len -= head_end;
-		c->status = 200;
-		if (send_copy(c, true, ok, sizeof(ok) - 1, false) < 0) {
-			conn_close(c);
-			return;
-		}
-		c->state = ST_PEEK;
-		arm_timer(c, c->gw->cfg.header_timeout_ms);
-		if (c->len)
-			peek_check(c);
-		if (c->state == ST_PEEK)
-			uv_read_start((uv_stream_t *)&c->client, alloc_cb, peek_read);
-		return;
-	}
-
-	/* Plain HTTP: the rewritten head, then whatever part of the body
-	 * came with it, then the relay. */
-	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
-		0 ||
-	    build_forward_head(c, &r, &head, &head_len) < 0) {
-		respond_error(c, 400, "bad-request", "request head could not be forwarded");
-		return;
-	}
-	c->bytes_up += head_len;
-	if (send_owned(c, false, head, head_len, false) < 0) {
-		conn_close(c);
-		return;
-	}
-	if (sl_http_body_init(&c->body, c->buf, r.head_len) < 0) {
-		conn_close(c);
-		return;
-	}
-	c->body_active = true;
-	c->body_done = sl_http_body_is_done(&c->body);
-	rest = c->len - r.head_len;
-	if (rest && !c->body_done) {
-		ssize_t k = sl_http_body_feed(&c->body, c->buf + r.head_len, rest);
-
-		if (k < 0) {
-			body_error(c);
-			return;
-		}
-		if (k > 0) {
-			c->bytes_up += (size_t)k;
-			if (send_copy(c, false, c->buf + r.head_len, (size_t)k, false) < 0) {
-				conn_close(c);
-				return;
-			}
-		}
-		c->body_done = sl_http_body_is_done(&c->body);
-		if (c->body_done &&
-		    keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
-			conn_close(c);
-			return;
-		}
-	} else if (rest && keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
-		conn_close(c);
-		return;
-	}
-	c->head_request = sl_http_span_eq(&r.method, "HEAD");
-	c->client_keep_alive = r.keep_alive;
-	free(c->buf);
-	c->buf = NULL;
-	c->len = 0;
-	start_relay(c);
+	if (c->tunnel)
+		conn_tunnel_start(c);
+	else
+		conn_http_start(c);
 }
 
 static void start_connect(struct conn *c, const struct sockaddr *sa)
@@ -1089,21 +491,21 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	c->state = ST_CONNECTING;
 	r = uv_tcp_init(c->gw->loop, &c->upstream);
 	if (r < 0) {
-		respond_error(c, 502, "connect-failed", "cannot create a socket");
+		conn_respond_error(c, 502, "connect-failed", "cannot create a socket");
 		return;
 	}
 	c->upstream.data = c;
 	c->upstream_open = true;
 	c->open_handles++;
 	c->connect_req.data = c;
-	arm_timer(c, c->gw->cfg.connect_timeout_ms);
+	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
 	r = uv_tcp_connect(&c->connect_req, &c->upstream, (const struct sockaddr *)&to, connected);
 	if (r < 0) {
 		char msg[SL_HOST_BUF + 128];
 
 		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
 			 uv_strerror(r));
-		respond_error(c, 502, "connect-failed", msg);
+		conn_respond_error(c, 502, "connect-failed", msg);
 	}
 }
 
@@ -1141,7 +543,7 @@ static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
 			 "%s resolves only to addresses the policy does not allow (%s); list the "
 			 "range under private_addresses to allow it",
 			 c->dec.host, refused ? refused : "none");
-		respond_error(c, 403, "private-address", msg);
+		conn_respond_error(c, 403, "private-address", msg);
 	}
 }
 
@@ -1158,7 +560,7 @@ static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 			 status == -ENOENT	? "no such name"
 			 : status == -ETIMEDOUT ? "timed out"
 						: "resolver error");
-		respond_error(c, 502, "resolve-failed", msg);
+		conn_respond_error(c, 502, "resolve-failed", msg);
 		return;
 	}
 	connect_first_permitted(c, addrs);
@@ -1183,8 +585,8 @@ static void literal_addrs(const struct conn *c, struct sl_gw_addrs *a)
 	}
 }
 
-static void decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
-			  size_t path_len)
+void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
+			size_t path_len)
 {
 	struct sl_request q = {
 	    .host = host,
@@ -1200,8 +602,8 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 	sl_policy_decide(c->pol->p, &q, &c->dec);
 	c->decided = true;
 	if (c->dec.verdict != SL_VERDICT_ALLOW) {
-		respond_error(c, 403, NULL,
-			      sl_policy_explain(c->pol->p, &q, &c->dec, why, sizeof(why)));
+		conn_respond_error(c, 403, NULL,
+				   sl_policy_explain(c->pol->p, &q, &c->dec, why, sizeof(why)));
 		return;
 	}
 	if (c->tunnel && c->dec.inspect) {
@@ -1211,7 +613,7 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 			 "%s:%u needs TLS inspection (its rules name methods, paths or a "
 			 "credential), which this build of sluice does not do yet",
 			 c->dec.host, c->port);
-		respond_error(c, 403, "inspect-unsupported", why);
+		conn_respond_error(c, 403, "inspect-unsupported", why);
 		return;
 	}
 
@@ -1223,10 +625,10 @@ static void decide_and_go(struct conn *c, const char *host, size_t host_len, con
 		return;
 	}
 	c->state = ST_RESOLVING;
-	arm_timer(c, c->gw->cfg.connect_timeout_ms);
+	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
 	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);
 	if (r < 0)
-		respond_error(c, 502, "resolve-failed", "cannot start a DNS lookup");
+		conn_respond_error(c, 502, "resolve-failed", "cannot start a DNS lookup");
 }
 
 /* ---- the request head ---- */
@@ -1247,10 +649,11 @@ static void handle_head(struct conn *c, const struct sl_http_request *r)
 		if (sl_host_split(r->target.p, r->target.len, &host, &host_len, &c->port, &why) <
 			0 ||
 		    c->port == 0) {
-			respond_error(c, 400, "bad-request", why ? why : "CONNECT needs host:port");
+			conn_respond_error(c, 400, "bad-request",
+					   why ? why : "CONNECT needs host:port");
 			return;
 		}
-		decide_and_go(c, host, host_len, NULL, 0);
+		conn_decide_and_go(c, host, host_len, NULL, 0);
 		return;
 	}
 
@@ -1260,7 +663,7 @@ static void handle_head(struct conn *c, const struct sl_http_request *r)
 		size_t n_host;
 
 		if (sl_http_parse_url(&r->target, &u, &why) < 0) {
-			respond_error(c, 400, "bad-request", why);
+			conn_respond_error(c, 400, "bad-request", why);
 			return;
 		}
 		c->port = u.port;
@@ -1284,16 +687,17 @@ static void handle_head(struct conn *c, const struct sl_http_request *r)
 			    sl_host_normalize(h1, l1, n1, &k1, NULL) < 0 ||
 			    sl_host_normalize(h2, l2, n2, &k2, NULL) < 0 || strcmp(n1, n2) != 0 ||
 			    (p1 ? p1 : 80) != u.port) {
-				respond_error(c, 400, "host-mismatch",
-					      "the Host header does not match the request target");
+				conn_respond_error(
+				    c, 400, "host-mismatch",
+				    "the Host header does not match the request target");
 				return;
 			}
 		}
-		decide_and_go(c, u.host.p, u.host.len, c->path, strlen(c->path));
+		conn_decide_and_go(c, u.host.p, u.host.len, c->path, strlen(c->path));
 	}
 }
 
-static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
 	size_t max = c->gw->cfg.max_header_bytes;
@@ -1322,232 +726,32 @@ static void head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	c->buf = grown;
 	c->len += (size_t)nread;
 	if (c->n_exchanges)
-		arm_timer(c, c->gw->cfg.header_timeout_ms); /* a head has begun */
-	process_head(c);
+		conn_arm_timer(c, c->gw->cfg.header_timeout_ms); /* a head has begun */
+	conn_process_head(c);
 }
 
 /* Parse what we have of a request head; go on when it is complete. */
-static void process_head(struct conn *c)
+void conn_process_head(struct conn *c)
 {
 	struct sl_http_request r;
 	const char *why = NULL;
 	int status = 0, k;
 
 	if (c->captured) {
-		capture_classify(c);
+		conn_capture_classify(c);
 		return;
 	}
 	k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status, &why);
 	if (k == 0)
 		return;
 	if (k < 0) {
-		respond_error(c, status, status == 431 ? "header-too-large" : "bad-request", why);
+		conn_respond_error(c, status, status == 431 ? "header-too-large" : "bad-request",
+				   why);
 		return;
 	}
 	uv_read_stop((uv_stream_t *)&c->client);
 	uv_timer_stop(&c->timer);
 	handle_head(c, &r);
-}
-
-/* Forget the finished exchange; keep the connection's own state. */
-static void reset_exchange(struct conn *c)
-{
-	free(c->path);
-	c->path = NULL;
-	free(c->rbuf);
-	c->rbuf = NULL;
-	c->rlen = 0;
-	c->parsed = c->decided = c->refused = c->audited = false;
-	c->reason = NULL;
-	c->status = 0;
-	c->status_seen = false;
-	c->bytes_up = c->bytes_down = 0;
-	c->start_wall_ms = sl_audit_now_ms();
-	c->start_loop_ms = uv_now(c->gw->loop);
-	c->body_active = c->body_done = false;
-	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
-	c->client_eof = c->upstream_eof = false;
-	c->client_paused = c->upstream_paused = false;
-	c->tunnel = c->tls_seen = false;
-	c->sni[0] = '\0';
-	memset(&c->resp, 0, sizeof(c->resp));
-}
-
-/* The next request on a kept-alive connection: decided on its own, from
- * scratch, starting with whatever the client had already pipelined. */
-static void next_request(struct conn *c)
-{
-	reset_exchange(c);
-	free(c->buf);
-	c->buf = c->pipelined;
-	c->len = c->pipelined_len;
-	c->pipelined = NULL;
-	c->pipelined_len = 0;
-	c->state = ST_HEAD;
-	/* Idle between requests is the idle limit; a started head has the
-	 * head deadline. */
-	arm_timer(c, c->len ? c->gw->cfg.header_timeout_ms : c->gw->cfg.idle_timeout_ms);
-	if (c->len) {
-		process_head(c);
-		if (c->state != ST_HEAD)
-			return;
-	}
-	uv_read_start((uv_stream_t *)&c->client, alloc_cb, c->captured ? capture_read : head_read);
-}
-
-/* ---- transparent capture: decide by SNI, else Host, else the address ---- */
-
-/* Neither SNI nor Host: the name whose DNS answer (ours, to this sandbox)
- * gave out the original destination address decides; failing that, the
- * address itself, which only an address rule can allow. */
-static void decide_by_address(struct conn *c)
-{
-	char name[SL_HOST_BUF];
-
-	c->tunnel = true;
-	if (sl_gw_dns_name_for(c->gw, (const struct sockaddr *)&c->orig, name, sizeof(name)) == 0) {
-		decide_and_go(c, name, strlen(name), NULL, 0);
-		return;
-	}
-	decide_and_go(c, c->orig_str, strlen(c->orig_str), NULL, 0);
-}
-
-/* A captured plain-HTTP request: origin-form target, Host names the host,
- * the port is where the client was really going. */
-static void handle_captured_head(struct conn *c, const struct sl_http_request *r)
-{
-	const struct sl_http_span *hh;
-	const char *host, *why = NULL;
-	size_t host_len, n_host;
-	uint16_t hport;
-
-	c->parsed = true;
-	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
-	if (sl_http_span_eq(&r->method, "CONNECT")) {
-		respond_error(c, 400, "bad-request", "CONNECT to a captured connection");
-		return;
-	}
-	c->path = strndup(r->target.p, r->target.len);
-	if (!c->path) {
-		conn_close(c);
-		return;
-	}
-	hh = sl_http_header(r, "host", &n_host);
-	if (!hh || sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0) {
-		respond_error(c, 400, "bad-request", why ? why : "a request without a Host header");
-		return;
-	}
-	decide_and_go(c, host, host_len, c->path, strlen(c->path));
-}
-
-/* 1: the bytes so far start an HTTP request line; 0: too few to tell;
- * -1: not HTTP. */
-static int looks_like_http(const char *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len && i < 16; i++) {
-		if (p[i] == ' ')
-			return i > 0 ? 1 : -1;
-		if (p[i] < 'A' || p[i] > 'Z')
-			return -1;
-	}
-	return i == len ? 0 : -1;
-}
-
-static void capture_classify(struct conn *c)
-{
-	if ((unsigned char)c->buf[0] == 0x16) {
-		struct sl_tls_hello h;
-		int r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
-
-		if (r == -EAGAIN) {
-			if (c->len >= HELLO_MAX) {
-				c->refused = true;
-				c->reason = "bad-client-hello";
-				conn_close(c);
-			}
-			return;
-		}
-		uv_read_stop((uv_stream_t *)&c->client);
-		uv_timer_stop(&c->timer);
-		c->tunnel = true;
-		if (r < 0 || h.ech) {
-			c->refused = true;
-			c->reason = r < 0 ? "bad-client-hello" : "ech";
-			conn_close(c);
-			return;
-		}
-		c->tls_seen = true;
-		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
-		if (h.sni[0])
-			decide_and_go(c, h.sni, strlen(h.sni), NULL, 0);
-		else
-			decide_by_address(c);
-		return;
-	}
-	switch (looks_like_http(c->buf, c->len)) {
-	case 0:
-		return;
-	case 1: {
-		struct sl_http_request r;
-		const char *why = NULL;
-		int status = 0, k;
-
-		k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status,
-					  &why);
-		if (k == 0)
-			return;
-		if (k < 0) {
-			respond_error(c, status, status == 431 ? "header-too-large" : "bad-request",
-				      why);
-			return;
-		}
-		uv_read_stop((uv_stream_t *)&c->client);
-		uv_timer_stop(&c->timer);
-		handle_captured_head(c, &r);
-		return;
-	}
-	default:
-		uv_read_stop((uv_stream_t *)&c->client);
-		uv_timer_stop(&c->timer);
-		decide_by_address(c);
-		return;
-	}
-}
-
-static void capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct conn *c = s->data;
-	size_t cap = c->gw->cfg.max_header_bytes + 1 > HELLO_MAX ? c->gw->cfg.max_header_bytes + 1
-								 : HELLO_MAX;
-	char *grown;
-
-	if (nread <= 0) {
-		free(buf->base);
-		if (nread < 0) {
-			c->refused = true;
-			c->reason = c->len ? "incomplete-request" : "no-request";
-			conn_close(c);
-		}
-		return;
-	}
-	if (c->len + (size_t)nread > cap) {
-		free(buf->base);
-		respond_error(c, 431, "header-too-large", "request head too large");
-		return;
-	}
-	grown = realloc(c->buf, c->len + (size_t)nread);
-	if (!grown) {
-		free(buf->base);
-		conn_close(c);
-		return;
-	}
-	memcpy(grown + c->len, buf->base, (size_t)nread);
-	free(buf->base);
-	c->buf = grown;
-	c->len += (size_t)nread;
-	capture_classify(c);
 }
 
 /* ---- accept ---- */
@@ -1598,8 +802,8 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		}
 	}
 	if (gw->n_conns > gw->cfg.max_connections) {
-		respond_error(c, 503, "too-many-connections",
-			      "too many connections from this sandbox");
+		conn_respond_error(c, 503, "too-many-connections",
+				   "too many connections from this sandbox");
 		return;
 	}
 	uv_tcp_nodelay(&c->client, 1);
@@ -1622,12 +826,12 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		}
 		inet_ntop(AF_INET, &c->orig.sin_addr, c->orig_str, sizeof(c->orig_str));
 		c->port = ntohs(c->orig.sin_port);
-		arm_timer(c, gw->cfg.capture_wait_ms);
-		uv_read_start((uv_stream_t *)&c->client, alloc_cb, capture_read);
+		conn_arm_timer(c, gw->cfg.capture_wait_ms);
+		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_capture_read);
 		return;
 	}
-	arm_timer(c, gw->cfg.header_timeout_ms);
-	uv_read_start((uv_stream_t *)&c->client, alloc_cb, head_read);
+	conn_arm_timer(c, gw->cfg.header_timeout_ms);
+	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
 }
 
 void sl_gw_conn_close_all(struct sl_gw *gw)

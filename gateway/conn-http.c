@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Plain HTTP through the gateway: the request forwarded with only its own
+ * body (nothing after it reaches the origin undecided), the response head
+ * rewritten for our hop, its end found, and the next request on a
+ * kept-alive connection decided from scratch.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conn-internal.h"
+#include "macro.h"
+
+static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name);
+static void next_request(struct conn *c);
+
+/* The request body's framing broke (a bad chunk size): refuse with 400 if
+ * the origin's answer has not started reaching the client, else just end. */
+void conn_body_error(struct conn *c)
+{
+	if (!c->bytes_down) {
+		conn_respond_error(c, 400, "bad-request", "bad framing in the request body");
+		return;
+	}
+	c->refused = true;
+	c->reason = "bad-request";
+	conn_close(c);
+}
+
+int conn_keep_pipelined(struct conn *c, const char *p, size_t n)
+{
+	char *grown;
+
+	if (n == 0)
+		return 0;
+	if (c->pipelined_len + n > c->gw->cfg.max_header_bytes + 1)
+		n = c->gw->cfg.max_header_bytes + 1 -
+		    c->pipelined_len; /* over the cap: 431 later */
+	grown = realloc(c->pipelined, c->pipelined_len + n);
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + c->pipelined_len, p, n);
+	c->pipelined = grown;
+	c->pipelined_len += n;
+	return 0;
+}
+
+/* A kept-alive exchange's upstream connection is closed: the next request
+ * on the client's connection may begin (it needs the handle again). */
+static void upstream_closed_next(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+
+	c->upstream_open = false;
+	if (--c->open_handles == 0) {
+		conn_free(c);
+		return;
+	}
+	if (c->state != ST_CLOSING)
+		next_request(c);
+}
+
+/* The response is complete. With keep-alive, audit this exchange and make
+ * ready for the next request; without, end the connection once what we
+ * queued for the client is written. */
+static void end_exchange(struct conn *c)
+{
+	uv_read_stop((uv_stream_t *)&c->upstream);
+	if (!c->keep_alive) {
+		c->client_eof = c->upstream_eof = true;
+		conn_half_close(c, false);
+		return;
+	}
+	conn_write_audit(c);
+	c->audited = true;
+	c->n_exchanges++;
+	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->upstream, upstream_closed_next);
+}
+
+/* Headers the origin sent for its hop only: they must not reach the
+ * client, which gets our own Connection header instead. */
+static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl_http_span *name)
+{
+	return sl_http_span_caseeq(name, "connection") || sl_http_span_caseeq(name, "keep-alive") ||
+	       sl_http_span_caseeq(name, "proxy-connection") ||
+	       sl_http_span_caseeq(name, "proxy-authenticate") || hop_by_hop(h, name);
+}
+
+static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
+{
+	const char *eol = memchr(head, '\r', h->head_len);
+	size_t cap = h->head_len + 64, len, i;
+	char *out;
+
+	if (!eol)
+		return -EINVAL;
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	len = (size_t)(eol - head) + 2;
+	memcpy(out, head, len);
+	for (i = 0; i < h->n_headers; i++) {
+		const struct sl_http_header *hd = &h->headers[i];
+
+		if (response_hop_by_hop(h, &hd->name) && !sl_http_span_caseeq(&hd->name, "trailer"))
+			continue;
+		memcpy(out + len, hd->name.p, hd->name.len);
+		len += hd->name.len;
+		memcpy(out + len, ": ", 2);
+		len += 2;
+		memcpy(out + len, hd->value.p, hd->value.len);
+		len += hd->value.len;
+		memcpy(out + len, "\r\n", 2);
+		len += 2;
+	}
+	len += (size_t)snprintf(out + len, cap - len, "Connection: %s\r\n\r\n",
+				c->keep_alive ? "keep-alive" : "close");
+	c->bytes_down += len;
+	return conn_send_owned(c, true, out, len, false);
+}
+
+/* Plain HTTP: bytes from the origin. The head is parsed and rewritten, the
+ * body relayed as it comes, and its end found, so that the client's
+ * connection can carry another request. Returns false when c was closed. */
+static bool response_bytes(struct conn *c, const char *p, size_t n)
+{
+	while (!c->resp_head_done) {
+		struct sl_http_request h;
+		char *grown;
+		int k;
+
+		grown = realloc(c->rbuf, c->rlen + n);
+		if (!grown) {
+			conn_close(c);
+			return false;
+		}
+		memcpy(grown + c->rlen, p, n);
+		c->rbuf = grown;
+		c->rlen += n;
+		n = 0;
+		k = sl_http_response_begin(&c->resp, c->rbuf, c->rlen, 65536, c->head_request, &h);
+		if (k == 0)
+			return true;
+		if (k < 0) {
+			if (c->bytes_down == 0)
+				conn_respond_error(c, 502, "bad-response",
+						   "the origin's response was unreadable");
+			else
+				conn_close(c);
+			return false;
+		}
+		c->status = c->resp.status;
+		if (c->status >= 100 && c->status < 200 && c->status != 101) {
+			/* An interim answer (100 Continue): pass it on as it is
+			 * and read the final one. */
+			c->bytes_down += (size_t)k;
+			if (conn_send_copy(c, true, c->rbuf, (size_t)k, false) < 0) {
+				conn_close(c);
+				return false;
+			}
+		} else {
+			c->keep_alive =
+			    c->client_keep_alive && c->resp.self_delimited && c->status != 101;
+			if (forward_response_head(c, c->rbuf, &h) < 0) {
+				conn_close(c);
+				return false;
+			}
+			c->resp_head_done = true;
+		}
+		/* What followed the head is body (or the next head). */
+		memmove(c->rbuf, c->rbuf + k, c->rlen - (size_t)k);
+		c->rlen -= (size_t)k;
+		if (c->resp_head_done) {
+			p = c->rbuf;
+			n = c->rlen;
+			c->rlen = 0;
+			if (!c->resp.done && n) {
+				ssize_t b = sl_http_response_feed(&c->resp, p, n);
+
+				if (b < 0) {
+					conn_close(c);
+					return false;
+				}
+				c->bytes_down += (size_t)b;
+				if (b && conn_send_copy(c, true, p, (size_t)b, false) < 0) {
+					conn_close(c);
+					return false;
+				}
+			}
+			if (c->resp.done)
+				end_exchange(c);
+			return c->state != ST_CLOSING;
+		}
+		p = NULL;
+	}
+	{
+		ssize_t b = sl_http_response_feed(&c->resp, p, n);
+
+		if (b < 0) {
+			conn_close(c);
+			return false;
+		}
+		c->bytes_down += (size_t)b;
+		if (b && conn_send_copy(c, true, p, (size_t)b, false) < 0) {
+			conn_close(c);
+			return false;
+		}
+		if (c->resp.done)
+			end_exchange(c);
+	}
+	return c->state != ST_CLOSING;
+}
+
+/* ---- connect ---- */
+
+static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
+{
+	static const char *const always[] = {
+	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
+	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
+	const struct sl_http_span *conn_hdr;
+	size_t i;
+
+	for (i = 0; i < ELEMENTSOF(always); i++)
+		if (sl_http_span_caseeq(name, always[i]))
+			return true;
+	/* Headers the client listed in Connection are hop-by-hop too. */
+	conn_hdr = sl_http_header(r, "connection", NULL);
+	if (conn_hdr) {
+		const char *p = conn_hdr->p, *end = conn_hdr->p + conn_hdr->len;
+
+		while (p < end) {
+			const char *tok;
+
+			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			tok = p;
+			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+				p++;
+			if ((size_t)(p - tok) == name->len && !strncasecmp(tok, name->p, name->len))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The head we send to the origin: origin-form target, the client's end-to-
+ * end headers, and "Connection: close" so the origin ends the exchange. */
+static int build_forward_head(struct conn *c, const struct sl_http_request *r, char **ret,
+			      size_t *ret_len)
+{
+	size_t cap = r->head_len + 256, len = 0, i;
+	char *out = malloc(cap);
+	int n;
+
+	if (!out)
+		return -ENOMEM;
+	n = snprintf(out, cap, "%s %s HTTP/1.1\r\n", c->method, c->path);
+	if (n < 0 || (size_t)n >= cap) {
+		free(out);
+		return -E2BIG;
+	}
+	len = (size_t)n;
+	for (i = 0; i < r->n_headers; i++) {
+		const struct sl_http_header *h = &r->headers[i];
+
+		if (hop_by_hop(r, &h->name))
+			continue;
+		if (len + h->name.len + h->value.len + 4 >= cap) {
+			free(out);
+			return -E2BIG;
+		}
+		memcpy(out + len, h->name.p, h->name.len);
+		len += h->name.len;
+		memcpy(out + len, ": ", 2);
+		len += 2;
+		memcpy(out + len, h->value.p, h->value.len);
+		len += h->value.len;
+		memcpy(out + len, "\r\n", 2);
+		len += 2;
+	}
+	if (!sl_http_header(r, "host", NULL)) {
+		n = snprintf(out + len, cap - len, "Host: %s:%u\r\n", c->dec.host, c->port);
+		if (n < 0 || (size_t)n >= cap - len) {
+			free(out);
+			return -E2BIG;
+		}
+		len += (size_t)n;
+	}
+	if (len + 21 >= cap) {
+		free(out);
+		return -E2BIG;
+	}
+	memcpy(out + len, "Connection: close\r\n\r\n", 21);
+	len += 21;
+	*ret = out;
+	*ret_len = len;
+	return 0;
+}
+
+/* Plain HTTP: bytes (or the end) from the origin. */
+void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
+{
+	uv_stream_t *s = (uv_stream_t *)&c->upstream;
+
+	if (nread < 0) {
+		free(buf->base);
+		c->upstream_eof = true;
+		uv_read_stop(s);
+		if (!c->resp_head_done && c->bytes_down == 0) {
+			conn_respond_error(c, 502, "bad-response",
+					   "the origin closed without a response");
+		} else if (c->resp_head_done && !c->resp.self_delimited) {
+			/* The end of a close-delimited body. */
+			c->keep_alive = false;
+			end_exchange(c);
+		} else if (!c->resp.done) {
+			conn_close(c); /* cut short */
+		}
+		return;
+	}
+	uv_timer_again(&c->timer);
+	(void)response_bytes(c, buf->base, (size_t)nread);
+	free(buf->base);
+	if (c->state == ST_RELAY)
+		conn_maybe_pause(c, false);
+}
+
+void conn_http_start(struct conn *c)
+{
+	struct sl_http_request r;
+	int st = 0;
+	const char *why = NULL;
+	char *head;
+	size_t head_len, rest;
+
+	/* Plain HTTP: the rewritten head, then whatever part of the body
+	 * came with it, then the relay. */
+	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
+		0 ||
+	    build_forward_head(c, &r, &head, &head_len) < 0) {
+		conn_respond_error(c, 400, "bad-request", "request head could not be forwarded");
+		return;
+	}
+	c->bytes_up += head_len;
+	if (conn_send_owned(c, false, head, head_len, false) < 0) {
+		conn_close(c);
+		return;
+	}
+	if (sl_http_body_init(&c->body, c->buf, r.head_len) < 0) {
+		conn_close(c);
+		return;
+	}
+	c->body_active = true;
+	c->body_done = sl_http_body_is_done(&c->body);
+	rest = c->len - r.head_len;
+	if (rest && !c->body_done) {
+		ssize_t k = sl_http_body_feed(&c->body, c->buf + r.head_len, rest);
+
+		if (k < 0) {
+			conn_body_error(c);
+			return;
+		}
+		if (k > 0) {
+			c->bytes_up += (size_t)k;
+			if (conn_send_copy(c, false, c->buf + r.head_len, (size_t)k, false) < 0) {
+				conn_close(c);
+				return;
+			}
+		}
+		c->body_done = sl_http_body_is_done(&c->body);
+		if (c->body_done &&
+		    conn_keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
+			conn_close(c);
+			return;
+		}
+	} else if (rest && conn_keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
+		conn_close(c);
+		return;
+	}
+	c->head_request = sl_http_span_eq(&r.method, "HEAD");
+	c->client_keep_alive = r.keep_alive;
+	free(c->buf);
+	c->buf = NULL;
+	c->len = 0;
+	conn_start_relay(c);
+}
+
+/* Forget the finished exchange; keep the connection's own state. */
+static void reset_exchange(struct conn *c)
+{
+	free(c->path);
+	c->path = NULL;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rlen = 0;
+	c->parsed = c->decided = c->refused = c->audited = false;
+	c->reason = NULL;
+	c->status = 0;
+	c->status_seen = false;
+	c->bytes_up = c->bytes_down = 0;
+	c->start_wall_ms = sl_audit_now_ms();
+	c->start_loop_ms = uv_now(c->gw->loop);
+	c->body_active = c->body_done = false;
+	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
+	c->client_eof = c->upstream_eof = false;
+	c->client_paused = c->upstream_paused = false;
+	c->tunnel = c->tls_seen = false;
+	c->sni[0] = '\0';
+	memset(&c->resp, 0, sizeof(c->resp));
+}
+
+/* The next request on a kept-alive connection: decided on its own, from
+ * scratch, starting with whatever the client had already pipelined. */
+static void next_request(struct conn *c)
+{
+	reset_exchange(c);
+	free(c->buf);
+	c->buf = c->pipelined;
+	c->len = c->pipelined_len;
+	c->pipelined = NULL;
+	c->pipelined_len = 0;
+	c->state = ST_HEAD;
+	/* Idle between requests is the idle limit; a started head has the
+	 * head deadline. */
+	conn_arm_timer(c, c->len ? c->gw->cfg.header_timeout_ms : c->gw->cfg.idle_timeout_ms);
+	if (c->len) {
+		conn_process_head(c);
+		if (c->state != ST_HEAD)
+			return;
+	}
+	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb,
+		      c->captured ? conn_capture_read : conn_head_read);
+}

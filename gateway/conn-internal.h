@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One proxy connection, shared by the files that handle it: conn.c (its
+ * lifetime, writes, timers, relay, connect, decide, the proxy's request
+ * head, accept), conn-http.c (plain HTTP: forwarding, bodies, responses,
+ * keep-alive), conn-tunnel.c (CONNECT and the ClientHello check) and
+ * conn-capture.c (transparent capture). Not part of the gateway's API.
+ */
+#pragma once
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "gateway-internal.h"
+#include "http.h"
+#include "policy.h"
+#include "resolve.h"
+
+#define READ_CHUNK 65536
+#define HELLO_MAX (16384 + 5 + 4096)
+
+enum state {
+	ST_HEAD,       /* reading the request head */
+	ST_RESOLVING,  /* waiting for the resolver */
+	ST_CONNECTING, /* waiting for the upstream connect */
+	ST_PEEK,       /* CONNECT: reading the ClientHello before relaying */
+	ST_RELAY,      /* bytes flow both ways */
+	ST_RESPONDING, /* writing an error response, then closing */
+	ST_CLOSING,
+};
+
+struct conn {
+	struct sl_gw *gw;
+	struct conn *prev, *next;
+	struct sl_gw_policy *pol;
+	enum state state;
+
+	uv_tcp_t client;
+	uv_tcp_t upstream;
+	uv_timer_t timer;
+	uv_connect_t connect_req;
+	uv_shutdown_t shutdown_client, shutdown_upstream;
+	bool upstream_open;
+	int open_handles;
+
+	/* The head (and, for CONNECT, the peeked hello) as it arrives. */
+	char *buf;
+	size_t len;
+
+	/* What was asked and decided, for the audit record. */
+	bool is_connect;	 /* a CONNECT through the explicit proxy */
+	bool captured;		 /* redirected to us by the sandbox's nftables */
+	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
+	bool tls_seen;		 /* a ClientHello was checked */
+	struct sockaddr_in orig; /* captured: where the client was going */
+	char orig_str[INET_ADDRSTRLEN];
+	bool parsed;
+	char method[16];
+	char *path;
+	uint16_t port;
+	struct sl_decision dec;
+	bool decided;
+	const char *reason; /* overrides the decision's reason when set */
+	bool refused;	    /* we refused it, whatever the policy said */
+	char sni[256];
+	int status;
+	char client_addr[INET6_ADDRSTRLEN + 8];
+	uint64_t start_wall_ms, start_loop_ms;
+	uint64_t bytes_up, bytes_down;
+
+	struct sl_gw_resolve_req *rreq;
+
+	/* Plain HTTP: where the request body ends (no second request may
+	 * follow it to the origin undecided). */
+	struct sl_http_body body;
+	bool body_active;
+	bool body_done;
+
+	/* Plain HTTP responses, and keep-alive to the client. */
+	struct sl_http_response resp;
+	char *rbuf; /* the response head as it arrives */
+	size_t rlen;
+	bool resp_head_done;
+	bool head_request;
+	bool client_keep_alive; /* the request allows it (HTTP/1.1's default) */
+	bool keep_alive;	/* ... and the response's framing does too */
+	char *pipelined;	/* client bytes after this request's body */
+	size_t pipelined_len;
+	unsigned n_exchanges; /* finished and audited on this connection */
+	bool audited;
+
+	/* Relay state, per direction. */
+	bool client_eof, upstream_eof;
+	bool client_paused, upstream_paused;
+	bool status_seen;
+	bool state_was_relay; /* for the audit: the tunnel carried bytes */
+};
+
+void conn_free(struct conn *c);
+void conn_write_audit(struct conn *c);
+void conn_close(struct conn *c);
+int conn_send_owned(struct conn *c, bool to_client, char *data, size_t len, bool close_after);
+int conn_send_copy(struct conn *c, bool to_client, const char *data, size_t len, bool close_after);
+void conn_respond_error(struct conn *c, int status, const char *reason, const char *why);
+void conn_arm_timer(struct conn *c, unsigned ms);
+void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void conn_maybe_pause(struct conn *c, bool client);
+void conn_half_close(struct conn *c, bool from_client);
+void conn_start_relay(struct conn *c);
+void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
+			size_t path_len);
+void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+void conn_process_head(struct conn *c);
+void conn_body_error(struct conn *c);
+int conn_keep_pipelined(struct conn *c, const char *p, size_t n);
+void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf);
+void conn_http_start(struct conn *c);
+void conn_tunnel_start(struct conn *c);
+void conn_decide_by_address(struct conn *c);
+void conn_capture_classify(struct conn *c);
+void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
