@@ -142,7 +142,6 @@ void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	struct conn *c = s->data;
 	size_t cap = c->gw->cfg.max_header_bytes + 1 > HELLO_MAX ? c->gw->cfg.max_header_bytes + 1
 								 : HELLO_MAX;
-	char *grown;
 
 	if (nread <= 0) {
 		free(buf->base);
@@ -158,15 +157,9 @@ void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_respond_error(c, 431, "header-too-large", "request head too large");
 		return;
 	}
-	grown = realloc(c->buf, c->len + (size_t)nread);
-	if (!grown) {
-		free(buf->base);
+	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
 		conn_close(c);
 		return;
 	}
-	memcpy(grown + c->len, buf->base, (size_t)nread);
-	free(buf->base);
-	c->buf = grown;
-	c->len += (size_t)nread;
 	conn_capture_classify(c);
 }

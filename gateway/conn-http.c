@@ -125,6 +125,26 @@ static int forward_response_head(struct conn *c, const char *head, const struct 
 	return conn_send_owned(c, true, out, len, false);
 }
 
+/* Relay what belongs to the response body; end the exchange with it.
+ * Returns false when c was closed. */
+static bool response_body(struct conn *c, const char *p, size_t n)
+{
+	ssize_t b = n && !c->resp.done ? sl_http_response_feed(&c->resp, p, n) : 0;
+
+	if (b < 0) {
+		conn_close(c);
+		return false;
+	}
+	c->bytes_down += (size_t)b;
+	if (b && conn_send_copy(c, true, p, (size_t)b, false) < 0) {
+		conn_close(c);
+		return false;
+	}
+	if (c->resp.done)
+		end_exchange(c);
+	return c->state != ST_CLOSING;
+}
+
 /* Plain HTTP: bytes from the origin. The head is parsed and rewritten, the
  * body relayed as it comes, and its end found, so that the client's
  * connection can carry another request. Returns false when c was closed. */
@@ -180,41 +200,11 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 			p = c->rbuf;
 			n = c->rlen;
 			c->rlen = 0;
-			if (!c->resp.done && n) {
-				ssize_t b = sl_http_response_feed(&c->resp, p, n);
-
-				if (b < 0) {
-					conn_close(c);
-					return false;
-				}
-				c->bytes_down += (size_t)b;
-				if (b && conn_send_copy(c, true, p, (size_t)b, false) < 0) {
-					conn_close(c);
-					return false;
-				}
-			}
-			if (c->resp.done)
-				end_exchange(c);
-			return c->state != ST_CLOSING;
+			return response_body(c, p, n);
 		}
 		p = NULL;
 	}
-	{
-		ssize_t b = sl_http_response_feed(&c->resp, p, n);
-
-		if (b < 0) {
-			conn_close(c);
-			return false;
-		}
-		c->bytes_down += (size_t)b;
-		if (b && conn_send_copy(c, true, p, (size_t)b, false) < 0) {
-			conn_close(c);
-			return false;
-		}
-		if (c->resp.done)
-			end_exchange(c);
-	}
-	return c->state != ST_CLOSING;
+	return response_body(c, p, n);
 }
 
 /* ---- connect ---- */

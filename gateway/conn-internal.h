@@ -106,6 +106,7 @@ int conn_send_copy(struct conn *c, bool to_client, const char *data, size_t len,
 void conn_respond_error(struct conn *c, int status, const char *reason, const char *why);
 void conn_arm_timer(struct conn *c, unsigned ms);
 void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+int conn_buf_append(struct conn *c, const uv_buf_t *buf, size_t n);
 void conn_maybe_pause(struct conn *c, bool client);
 void conn_half_close(struct conn *c, bool from_client);
 void conn_start_relay(struct conn *c);

@@ -80,7 +80,6 @@ static void peek_check(struct conn *c)
 static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
-	char *grown;
 
 	if (nread <= 0) {
 		free(buf->base);
@@ -95,16 +94,10 @@ static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	grown = realloc(c->buf, c->len + (size_t)nread);
-	if (!grown) {
-		free(buf->base);
+	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
 		conn_close(c);
 		return;
 	}
-	memcpy(grown + c->len, buf->base, (size_t)nread);
-	free(buf->base);
-	c->buf = grown;
-	c->len += (size_t)nread;
 	peek_check(c);
 }
 

@@ -288,6 +288,23 @@ void conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = buf->base ? READ_CHUNK : 0;
 }
 
+/* Append n bytes of a read to c->buf (the head or hello being gathered).
+ * Takes the read buffer. Returns 0, or -ENOMEM (the caller closes). */
+int conn_buf_append(struct conn *c, const uv_buf_t *buf, size_t n)
+{
+	char *grown = realloc(c->buf, c->len + n);
+
+	if (!grown) {
+		free(buf->base);
+		return -ENOMEM;
+	}
+	memcpy(grown + c->len, buf->base, n);
+	free(buf->base);
+	c->buf = grown;
+	c->len += n;
+	return 0;
+}
+
 static void resume_reading(struct conn *c, bool client)
 {
 	uv_stream_t *dst = client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
@@ -701,7 +718,6 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
 	size_t max = c->gw->cfg.max_header_bytes;
-	char *grown;
 
 	if (nread <= 0) {
 		free(buf->base);
@@ -715,16 +731,10 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	/* Keep at most one byte more than the cap: enough to know it is over. */
 	if (c->len + (size_t)nread > max + 1)
 		nread = (ssize_t)(max + 1 - c->len);
-	grown = realloc(c->buf, c->len + (size_t)nread);
-	if (!grown) {
-		free(buf->base);
+	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
 		conn_close(c);
 		return;
 	}
-	memcpy(grown + c->len, buf->base, (size_t)nread);
-	free(buf->base);
-	c->buf = grown;
-	c->len += (size_t)nread;
 	if (c->n_exchanges)
 		conn_arm_timer(c, c->gw->cfg.header_timeout_ms); /* a head has begun */
 	conn_process_head(c);

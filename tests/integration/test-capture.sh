@@ -14,24 +14,10 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
-if [ "$(id -u)" != 0 ]; then
-	echo "# test-capture.sh needs root (network namespaces)"
-	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
-	exit 77
-fi
-for tool in ip nft nsenter python3 curl dnsmasq openssl; do
-	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
-done
+. "$here/lib/checks.sh"
+needs_root test-capture.sh ip nft nsenter python3 curl dnsmasq openssl
 
 . "$here/world.sh"
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-notok() { failed=$((failed + 1)); echo "not ok - $*"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
-check_has() {
-	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: $3"; fi
-}
 
 trap world_down EXIT
 trap 'exit 1' INT TERM
@@ -57,22 +43,6 @@ run() {
 		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
 		-u https_proxy -u ALL_PROXY "$@" 2>&1
 }
-# The newest audit record: a record is written when its exchange ends,
-# which can be a moment after the client is done, so wait (bounded) for
-# one newer than the last one seen.
-audit_seen=0
-audit_last() {
-	local n
-	for _ in $(seq 40); do
-		n=$(wc -l <"$T/audit.log" 2>/dev/null || echo 0)
-		[ "$n" -gt "$audit_seen" ] && break
-		sleep 0.05
-	done
-	audit_seen=$n
-	tail -n 1 "$T/audit.log"
-}
-# The same record again, for a second check on it.
-audit_again() { tail -n 1 "$T/audit.log"; }
 
 check "plain HTTP that ignores the proxy is decided by its Host" \
 	"origin GET /plain host=allowed.test body=0" \
@@ -136,5 +106,4 @@ check_has "an opaque protocol to an address our DNS gave out for an allowed name
 check_has "... decided by that name" '"host":"allowed.test","port":80' "$(audit_last)"
 
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

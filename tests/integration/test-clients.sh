@@ -14,24 +14,10 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
-if [ "$(id -u)" != 0 ]; then
-	echo "# test-clients.sh needs root (network namespaces)"
-	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
-	exit 77
-fi
-for tool in ip nft nsenter python3 curl dnsmasq openssl git node; do
-	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
-done
+. "$here/lib/checks.sh"
+needs_root test-clients.sh ip nft nsenter python3 curl dnsmasq openssl git node
 
 . "$here/world.sh"
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-notok() { failed=$((failed + 1)); echo "not ok - $*"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
-check_has() {
-	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: $3"; fi
-}
 
 trap world_down EXIT
 trap 'exit 1' INT TERM
@@ -68,22 +54,6 @@ run() {
 		CURL_CA_BUNDLE="$T/cert.pem" HOME="$T/work" \
 		"$@" 2>&1
 }
-# The newest audit record: a record is written when its exchange ends,
-# which can be a moment after the client is done, so wait (bounded) for
-# one newer than the last one seen.
-audit_seen=0
-audit_last() {
-	local n
-	for _ in $(seq 40); do
-		n=$(wc -l <"$T/audit.log" 2>/dev/null || echo 0)
-		[ "$n" -gt "$audit_seen" ] && break
-		sleep 0.05
-	done
-	audit_seen=$n
-	tail -n 1 "$T/audit.log"
-}
-# The same record again, for a second check on it.
-audit_again() { tail -n 1 "$T/audit.log"; }
 
 py='import sys, urllib.request
 try:
@@ -119,5 +89,4 @@ out=$(run node -e "$node_js" https://denied.test/node)
 check_has "Node fetch to a denied name fails: the name does not resolve" "error ENOTFOUND" "$out"
 
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -14,27 +14,11 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
-if [ "$(id -u)" != 0 ]; then
-	echo "# test-gateway.sh needs root (network namespaces)"
-	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
-	exit 77
-fi
-for tool in ip nft nsenter python3 curl dnsmasq openssl; do
-	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
-done
+. "$here/lib/checks.sh"
+needs_root test-gateway.sh ip nft nsenter python3 curl dnsmasq openssl
 
 . "$here/world.sh"
 PY=/usr/bin/python3
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-notok() { failed=$((failed + 1)); echo "not ok - $*"; }
-# check NAME WANT GOT
-check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
-# check_has NAME NEEDLE HAYSTACK
-check_has() {
-	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: $3"; fi
-}
 
 gw_pid=
 cleanup() {
@@ -132,22 +116,6 @@ connect_code() {
 	world_host curl -s -m 10 -p -o /dev/null -w '%{http_connect}' -x "http://$GW" "$@" 2>/dev/null
 }
 raw() { world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 "$@" 2>&1; }
-# The newest audit record: a record is written when its exchange ends,
-# which can be a moment after the client is done, so wait (bounded) for
-# one newer than the last one seen.
-audit_seen=0
-audit_last() {
-	local n
-	for _ in $(seq 40); do
-		n=$(wc -l <"$T/audit.log" 2>/dev/null || echo 0)
-		[ "$n" -gt "$audit_seen" ] && break
-		sleep 0.05
-	done
-	audit_seen=$n
-	tail -n 1 "$T/audit.log"
-}
-# The same record again, for a second check on it.
-audit_again() { tail -n 1 "$T/audit.log"; }
 origin_has() { grep -c -- "$1" "$T/origin.log"; }
 
 # ---- allowed and denied, through the proxy variables ----
@@ -341,5 +309,4 @@ check "... cleanly, exit status 0 (and no leak under ASan)" "0" "$?"
 gw_pid=
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

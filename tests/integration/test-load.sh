@@ -13,17 +13,9 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
-if [ "$(id -u)" != 0 ]; then
-	echo "# test-load.sh needs root (network namespaces)"
-	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
-	exit 77
-fi
+. "$here/lib/checks.sh"
+needs_root test-load.sh 
 . "$here/world.sh"
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-notok() { failed=$((failed + 1)); echo "not ok - $*"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
 
 trap world_down EXIT
 trap 'exit 1' INT TERM
@@ -82,5 +74,4 @@ wait "$a_pid"
 check "the flooded gateway serves again once the flood is gone" \
 	"origin GET /after-flood host=allowed.test body=0" "$(tail -n 1 "$T/a.out")"
 check "the canary saw nothing" "0" "$(world_canary_count)"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
