@@ -203,6 +203,9 @@ check "only fds 0-2 (and ls's own) are open ($out)" [ "$out" = "0 1 2 3 " ]
 
 # ---- ways out ----
 blocked "TCP to the canary :80" tcp $WORLD_CANARY 80
+blocked "TCP to the metadata address" tcp 169.254.169.254 80
+out=$(run -- curl -s -m 5 -o /dev/null -w '%{http_code}' http://169.254.169.254/latest/meta-data/)
+check "the metadata address through the proxy: 403 ($out)" [ "$out" = 403 ]
 blocked "TCP to the canary :443" tcp $WORLD_CANARY 443
 blocked "TCP to another internet address" tcp $WORLD_NET_ADDR 22
 blocked "DNS to a resolver other than the gateway" dns $WORLD_CANARY

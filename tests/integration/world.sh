@@ -29,7 +29,8 @@
 #                worst case: sluice must not rely on it being off
 #   $WORLD_NET   "internet":        wi0 203.0.113.2/24, 2001:db8::2/64, and
 #                the canary 203.0.113.99 / 2001:db8::99 (listening on TCP 80,
-#                443, 53 and UDP 53, so that a leak would also connect)
+#                443, 53 and UDP 53, so that a leak would also connect);
+#                169.254.169.254 (the metadata address) is counted too
 #
 # Names start with slt-ns- so parallel tests of other modules never collide.
 
@@ -72,6 +73,9 @@ world_up() {
 	ip -n "$I" addr add 2001:db8::2/64 dev wi0 nodad
 	ip -n "$I" addr add $WORLD_CANARY/32 dev lo
 	ip -n "$I" addr add $WORLD_CANARY6/128 dev lo
+	# The cloud metadata address, here inside our own internet namespace
+	# only: counted like the canary, so a test can prove nothing reached it.
+	ip -n "$I" addr add 169.254.169.254/32 dev lo
 	ip -n "$H" link set wh0 up
 	ip -n "$I" link set wi0 up
 	ip -n "$H" route add default via $WORLD_NET_ADDR
@@ -86,6 +90,7 @@ table inet canary {
 	chain pre {
 		type filter hook prerouting priority -300; policy accept;
 		ip daddr $WORLD_CANARY counter name hits
+		ip daddr 169.254.169.254 counter name hits
 		ip6 daddr $WORLD_CANARY6 counter name hits
 		ip saddr $WORLD_POOL counter name hits
 	}
