@@ -139,7 +139,16 @@ blocked() { # blocked DESCRIPTION PROBE-ARGS...
 }
 
 host_links0=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')
-cgroup_leftovers() { find /sys/fs/cgroup -maxdepth 6 -type d -name 'sluice-*' 2>/dev/null; }
+# A sluice-PID group whose sluice is gone was left behind; one whose sluice
+# still runs (another test's, concurrently) is in use, not a leftover.
+cgroup_leftovers() {
+	local d pid
+	for d in $(find /sys/fs/cgroup -maxdepth 6 -type d -name 'sluice-*' 2>/dev/null); do
+		pid=${d##*/sluice-}
+		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sluice ] && continue
+		echo "$d"
+	done
+}
 nothing_left() { # nothing_left WHEN
 	local links addrs routes tables cgs
 	links=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')
