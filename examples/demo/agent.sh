@@ -20,6 +20,6 @@ try "GET  api.demo.test/admin (path not allowed)" \
 try "go around the proxy: TCP to 203.0.113.2:80" \
 	curl -sS -m 5 --noproxy '*' http://203.0.113.2/
 try "go around the proxy: DNS to 203.0.113.2:53" \
-	python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x04leak\x04demo\x04test\x00\x00\x01\x00\x01", ("203.0.113.2", 53)); print(s.recv(512))'
+	python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x04leak\x04demo\x04test\x00\x00\x01\x00\x01", ("203.0.113.2", 53)); a = s.recv(512); print("answered by the gateway:", {0: "NOERROR", 3: "NXDOMAIN", 5: "REFUSED"}.get(a[3] & 15, a[3] & 15))'
 try "go around the proxy: a raw socket" \
 	python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print("raw socket opened")'
