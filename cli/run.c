@@ -48,7 +48,22 @@ struct run {
 	struct sl_netns_cgroup *cgroup;
 	struct sl_netns_sandbox *sandbox;
 	char **env;
+	char **env_drop; /* variables never passed on: env secrets */
 };
+
+static int env_secret_names(struct run *r)
+{
+	size_t i, k = 0;
+
+	r->env_drop = calloc(r->policy->n_secrets + 1, sizeof(char *));
+	if (!r->env_drop)
+		return -ENOMEM;
+	for (i = 0; i < r->policy->n_secrets; i++)
+		if (r->policy->secrets[i].source == SL_SECRET_ENV &&
+		    !(r->env_drop[k++] = strdup(r->policy->secrets[i].ref)))
+			return -ENOMEM;
+	return 0;
+}
 
 static void run_usage(FILE *f)
 {
@@ -77,6 +92,7 @@ static void run_teardown(struct run *r)
 	sl_serve_rules_remove(&r->serve);
 	sl_netns_cgroup_free(TAKE_PTR(r->cgroup));
 	sl_netns_env_free(TAKE_PTR(r->env));
+	sl_netns_env_free(TAKE_PTR(r->env_drop));
 	sl_policy_free(TAKE_PTR(r->policy));
 }
 
@@ -117,12 +133,21 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 	ret = sl_serve_rules_install(&r->serve, r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	/* Secrets the policy reads from sluice's own environment are names we
+	 * must keep out of the sandbox's: noted before the gateway takes the
+	 * policy. */
+	ret = env_secret_names(r);
+	if (ret < 0) {
+		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
+		goto fail;
+	}
 	ret = sl_serve_gateway_start(&r->serve, r->sandbox, &r->policy, r->args.audit,
 				     r->args.resolver, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox),
-				 SL_SERVE_PORT_PROXY, &r->user, &r->env);
+				 SL_SERVE_PORT_PROXY, &r->user, (const char *const *)r->env_drop,
+				 &r->env);
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;

@@ -208,8 +208,10 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_err
 /* The proxy variables for a gateway at host:port, added to (a copy of)
  * `base` in place of any of the same names: HTTP_PROXY, HTTPS_PROXY,
  * http_proxy, https_proxy, ALL_PROXY, all_proxy, NO_PROXY, no_proxy; plus
- * HOME, USER and LOGNAME of `user` when known. Free with
- * sl_netns_env_free(). */
+ * HOME, USER and LOGNAME of `user` when known. Variables named in `drop`
+ * (NULL-terminated; may be NULL) are left out: the policy's secrets that
+ * live in sluice's own environment must never reach the sandbox. Free
+ * with sl_netns_env_free(). */
 int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
-		       const struct sl_netns_user *user, char ***ret);
+		       const struct sl_netns_user *user, const char *const *drop, char ***ret);
 void sl_netns_env_free(char **env);

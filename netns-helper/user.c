@@ -100,7 +100,7 @@ void sl_netns_env_free(char **env)
 }
 
 int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
-		       const struct sl_netns_user *user, char ***ret)
+		       const struct sl_netns_user *user, const char *const *drop, char ***ret)
 {
 	static const char *const proxy[] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
 					    "https_proxy", "ALL_PROXY",	  "all_proxy",
@@ -123,7 +123,7 @@ int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
 		/* Ours replace the caller's: a stale proxy from sluice's own
 		 * environment must not be what the command believes in. */
 		if (env_is(base[i], proxy) || env_is(base[i], no_proxy) ||
-		    (user->name[0] && env_is(base[i], ident)))
+		    (user->name[0] && env_is(base[i], ident)) || (drop && env_is(base[i], drop)))
 			continue;
 		if (!(env[k++] = strdup(base[i])))
 			goto oom;

@@ -303,6 +303,15 @@ sig_test INT 130 "$PY" -c "import signal, time
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 open('$T/ready', 'w').close(); time.sleep(20)"
 
+# A secret the policy reads from sluice's own environment never reaches the
+# command's.
+printf 'version: 1\nsecrets:\n  k: { env: SLUICE_TEST_KEY }\nallow:\n  - host: a.test\n    inject: { header: x-api-key, secret: k }\n' >"$T/envsecret.yaml"
+chmod 644 "$T/envsecret.yaml"
+out=$(SLUICE_TEST_KEY=sk-top-secret-value world_host "$SLUICE" run --policy "$T/envsecret.yaml" \
+	-- sh -c 'echo "${SLUICE_TEST_KEY:-unset}"; env | grep -c sk-top-secret-value' 2>&1)
+check "an env secret of the policy is not in the command's environment ($(echo $out))" \
+	[ "$(echo $out)" = "unset 0" ]
+
 # SIGHUP is not forwarded: it reloads the policy, and the command carries on.
 rm -f "$T/ready" "$T/go"
 printf 'version: 1\nallow:\n  - host: first.test\n' >"$T/hup.yaml"

@@ -212,16 +212,18 @@ static void test_user(void **state)
 static void test_env(void **state)
 {
 	char *base[] = {"PATH=/usr/bin", "HTTPS_PROXY=http://evil:1", "no_proxy=*", "HOME=/root",
-			NULL};
+			"OPENAI_API_KEY=sk-real-secret", NULL};
+	const char *const drop[] = {"OPENAI_API_KEY", NULL};
 	struct sl_netns_user u = {.uid = 1000, .gid = 1000, .name = "agent", .home = "/home/a"};
 	struct in_addr gw = {.s_addr = htonl(0x0ae70001)};
 	char **env = NULL;
 	size_t n = 0, proxies = 0;
 
 	(void)state;
-	assert_int_equal(sl_netns_env_build(base, gw, 3128, &u, &env), 0);
+	assert_int_equal(sl_netns_env_build(base, gw, 3128, &u, drop, &env), 0);
 	for (; env[n]; n++) {
 		assert_null(strstr(env[n], "evil"));
+		assert_null(strstr(env[n], "sk-real-secret")); /* a policy secret */
 		assert_string_not_equal(env[n], "no_proxy=*");
 		assert_string_not_equal(env[n], "HOME=/root");
 		if (strstr(env[n], "PROXY=") || strstr(env[n], "proxy="))
