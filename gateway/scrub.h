@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A streaming scrubber: bytes flowing back to the sandbox (response heads
+ * and bodies of inspected connections) pass through it, and every
+ * occurrence of an injected secret's value is replaced by a fixed marker,
+ * also where the value straddles two reads, two chunks or many tiny ones.
+ * A secret that comes back (an origin that echoes request headers, an error
+ * page that quotes them) must never reach the agent.
+ *
+ * Matching is greedy, leftmost then longest: at each position of the
+ * stream, the longest secret that occurs there is replaced and scanning
+ * resumes after it; otherwise the byte passes and scanning moves on one
+ * byte. The output is exactly what that rule gives on the whole stream at
+ * once, however the stream is cut into calls.
+ *
+ * Between calls at most (longest secret - 1) bytes are held back, the
+ * undecided tail that could still be the start of a secret. Memory is fixed
+ * at init (one mapping, kept out of core dumps, wiped on free); feeding
+ * allocates nothing. Work per byte is one table look-up, plus a memcmp for
+ * each secret whose first byte matches there: O(n * m) in the worst case
+ * for a secret of length m <= SL_SCRUB_MAX_LEN, linear on ordinary text.
+ *
+ * The marker is emitted verbatim; a secret that shares bytes with the
+ * marker could in principle be spelled out by a marker and its neighbours.
+ * Secrets are random API keys and the marker is plain text, so this is not
+ * guarded against.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_SCRUB_MAX_SECRETS 8
+/* Shorter values would be replaced where they occur by chance. */
+#define SL_SCRUB_MIN_LEN 8
+#define SL_SCRUB_MAX_LEN 4096
+#define SL_SCRUB_MAX_MARKER 64
+
+/* Where the scrubbed bytes go. Return 0, or a negative errno to stop: the
+ * feed or finish that called it returns that value, and the scrubber is
+ * then broken (every later call returns the same error). */
+typedef int sl_scrub_out_fn(void *userdata, const void *buf, size_t len);
+
+struct sl_scrub_secret {
+	const void *value;
+	size_t len;
+};
+
+/* Fields are private to scrub.c; the struct is public so that it can live
+ * inside a connection. `fill` is the number of bytes held back. */
+struct sl_scrub {
+	unsigned char *map; /* one mapping: the secrets' copies, then buf */
+	size_t map_len;
+	const unsigned char *secret[SL_SCRUB_MAX_SECRETS]; /* longest first */
+	size_t len[SL_SCRUB_MAX_SECRETS];
+	size_t n;
+	size_t max_len;
+	uint8_t first[256]; /* bit i: secret[i] starts with this byte */
+	unsigned char *buf;
+	size_t cap, fill;
+	char marker[SL_SCRUB_MAX_MARKER];
+	size_t marker_len;
+	int error;
+};
+
+/*
+ * Initialise s with n (1..SL_SCRUB_MAX_SECRETS) secrets, each
+ * SL_SCRUB_MIN_LEN..SL_SCRUB_MAX_LEN bytes, and a marker of at most
+ * SL_SCRUB_MAX_MARKER - 1 bytes. The secrets are copied. Returns 0, -EINVAL
+ * for arguments out of range, or -ENOMEM. On failure s is left so that
+ * sl_scrub_free is harmless.
+ */
+int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, size_t n,
+		  const char *marker);
+
+/* Pass len bytes of the stream through, calling out with the bytes that are
+ * decided (possibly several times, possibly not at all). Returns 0 or the
+ * error out returned. */
+int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_fn *out,
+		  void *userdata);
+
+/* The stream has ended: decide and emit the held-back bytes. Afterwards s
+ * is empty and may carry a new stream. */
+int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata);
+
+/* Wipe and unmap the buffers. Accepts a zeroed or failed-init s; safe to
+ * call twice. */
+void sl_scrub_free(struct sl_scrub *s);

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/* The streaming scrubber: every occurrence of a secret is replaced, however
+ * the stream is cut, and nothing else is touched. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "scrub.h"
+
+#define MARKER "[REDACTED by sluice]"
+#define OUT_MAX (1u << 20)
+
+struct sink {
+	char *buf;
+	size_t len;
+	size_t calls;
+};
+
+static int collect(void *userdata, const void *p, size_t len)
+{
+	struct sink *k = userdata;
+
+	assert_true(len > 0);
+	assert_true(k->len + len <= OUT_MAX);
+	memcpy(k->buf + k->len, p, len);
+	k->len += len;
+	k->calls++;
+	return 0;
+}
+
+static void sink_init(struct sink *k)
+{
+	k->buf = malloc(OUT_MAX);
+	assert_non_null(k->buf);
+	k->len = 0;
+	k->calls = 0;
+}
+
+/* The whole-buffer rule, written independently: at each position the
+ * longest secret found there is replaced, else the byte is copied. */
+static size_t reference(const struct sl_scrub_secret *sec, size_t n, const char *in, size_t len,
+			char *out)
+{
+	size_t i = 0, o = 0, j, best;
+
+	while (i < len) {
+		best = 0;
+		for (j = 0; j < n; j++)
+			if (sec[j].len <= len - i && sec[j].len > best &&
+			    memcmp(in + i, sec[j].value, sec[j].len) == 0)
+				best = sec[j].len;
+		if (best) {
+			memcpy(out + o, MARKER, strlen(MARKER));
+			o += strlen(MARKER);
+			i += best;
+		} else {
+			out[o++] = in[i++];
+		}
+	}
+	return o;
+}
+
+/* Scrub `in` cut at the given points and check it against the reference;
+ * also that no more than max_len - 1 bytes are ever held. */
+static void check_cuts(const struct sl_scrub_secret *sec, size_t n, const char *in, size_t len,
+		       const size_t *cuts, size_t n_cuts)
+{
+	struct sl_scrub s;
+	struct sink k;
+	char *want = malloc(OUT_MAX);
+	size_t want_len, prev = 0, i, max_len = 0;
+
+	assert_non_null(want);
+	for (i = 0; i < n; i++)
+		if (sec[i].len > max_len)
+			max_len = sec[i].len;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, n, MARKER), 0);
+	for (i = 0; i <= n_cuts; i++) {
+		size_t to = i < n_cuts ? cuts[i] : len;
+
+		assert_int_equal(sl_scrub_feed(&s, in + prev, to - prev, collect, &k), 0);
+		assert_true(s.fill <= max_len - 1);
+		prev = to;
+	}
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(s.fill, 0);
+	want_len = reference(sec, n, in, len, want);
+	if (k.len != want_len || memcmp(k.buf, want, want_len) != 0)
+		fail_msg("mismatch: got %.*s\nwant %.*s", (int)k.len, k.buf, (int)want_len, want);
+	sl_scrub_free(&s);
+	free(k.buf);
+	free(want);
+}
+
+static size_t count(const char *hay, size_t len, const char *needle)
+{
+	size_t c = 0, nl = strlen(needle), i;
+
+	for (i = 0; i + nl <= len; i++)
+		if (memcmp(hay + i, needle, nl) == 0)
+			c++;
+	return c;
+}
+
+static struct sl_scrub_secret S(const char *v) {
+	return (struct sl_scrub_secret){v, strlen(v)};
+}
+
+/* One split point, everywhere: the secret straddles two calls. */
+static void
+test_every_split(void **state)
+{
+	const char *key = "sk-ant-api03-SECRETSECRETSECRET";
+	struct sl_scrub_secret sec[] = {S(key)};
+	char text[256];
+	size_t len, cut;
+
+	(void)state;
+	len = (size_t)snprintf(text, sizeof(text), "{\"echo\":\"Bearer %s\",\"again\":\"%s\"}", key,
+			       key);
+	for (cut = 0; cut <= len; cut++) {
+		size_t cuts[] = {cut};
+
+		check_cuts(sec, 1, text, len, cuts, 1);
+	}
+}
+
+/* Two split points, everywhere: the secret spans three calls. */
+static void test_every_double_split(void **state)
+{
+	const char *key = "0123456789abcdef";
+	struct sl_scrub_secret sec[] = {S(key)};
+	const char *text = "xx0123456789abcdefyy0123456789abcdef";
+	size_t len = strlen(text), a, b;
+
+	(void)state;
+	for (a = 0; a <= len; a++)
+		for (b = a; b <= len; b++) {
+			size_t cuts[] = {a, b};
+
+			check_cuts(sec, 1, text, len, cuts, 2);
+		}
+}
+
+/* Byte by byte: the most calls a stream can take. */
+static void test_byte_at_a_time(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("secretAAAA"), S("otherBBBBBBBBBBBB")};
+	const char *text =
+	    "a secretAAAA b otherBBBBBBBBBBBB c secretAAAAotherBBBBBBBBBBBBsecretAAA";
+	size_t len = strlen(text), cuts[128], i;
+
+	(void)state;
+	for (i = 0; i < len; i++)
+		cuts[i] = i;
+	check_cuts(sec, 2, text, len, cuts, len);
+}
+
+/* The marker appears once per occurrence, the secret never, and the text
+ * around it is untouched. */
+static void test_marker_once(void **state)
+{
+	const char *key = "ABCDEFGH12345678";
+	struct sl_scrub_secret sec[] = {S(key)};
+	const char *text = "pre ABCDEFGH12345678 mid ABCDEFGH12345678ABCDEFGH12345678 post";
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, MARKER), 0);
+	assert_int_equal(sl_scrub_feed(&s, text, strlen(text), collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(count(k.buf, k.len, MARKER), 3);
+	assert_int_equal(count(k.buf, k.len, key), 0);
+	assert_int_equal(k.len, strlen("pre  mid  post") + 3 * strlen(MARKER));
+	assert_memory_equal(k.buf, "pre " MARKER " mid " MARKER MARKER " post", k.len);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
+/* Near misses pass unchanged: a prefix, the secret minus its last byte at
+ * the end of the stream, one byte different. */
+static void test_no_false_replacement(void **state)
+{
+	const char *key = "sk-proj-ZZZZZZZZ";
+	struct sl_scrub_secret sec[] = {S(key)};
+	const char *text = "sk-proj-ZZZZZZZY sk-proj- sk-proj-ZZZZZZZ sk-sk-proj-ZZZZZZZ";
+	struct sl_scrub s;
+	struct sink k;
+	size_t i;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, MARKER), 0);
+	for (i = 0; text[i]; i++)
+		assert_int_equal(sl_scrub_feed(&s, text + i, 1, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(k.len, strlen(text));
+	assert_memory_equal(k.buf, text, k.len);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
+/* Secrets that share a prefix, overlap, or contain one another. */
+static void test_overlapping(void **state)
+{
+	struct sl_scrub_secret sec[] = {
+	    S("abcdefgh"),
+	    S("abcdefghijkl"),
+	    S("efghijklmnop"),
+	    S("aaaaaaaaa"),
+	};
+	const char *texts[] = {
+	    "abcdefghijkl",	     /* the longer of two sharing a prefix */
+	    "abcdefghijk",	     /* only the shorter is complete */
+	    "abcdefghijklmnop",	     /* the leftmost wins, the overlap is gone */
+	    "xxabcdefgefghijklmnop", /* a prefix, then the other */
+	    "aaaaaaaaaaaaaaaaaaa",   /* a self-overlapping secret: 2 + 1 left */
+	    "abcdabcdefghabcdefgh",
+	};
+	size_t t, cut;
+
+	(void)state;
+	for (t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+		size_t len = strlen(texts[t]);
+
+		check_cuts(sec, 4, texts[t], len, NULL, 0);
+		for (cut = 0; cut <= len; cut++) {
+			size_t cuts[] = {cut};
+
+			check_cuts(sec, 4, texts[t], len, cuts, 1);
+		}
+	}
+}
+
+/* The longest secret the scrubber takes, straddling the internal window. */
+static void test_long_secret(void **state)
+{
+	static char key[SL_SCRUB_MAX_LEN + 1], text[40000];
+	struct sl_scrub_secret sec[] = {{key, SL_SCRUB_MAX_LEN}, S("shortkey")};
+	size_t i, len = 0, cuts[] = {1, 4095, 4097, 12000, 12001, 20000};
+
+	(void)state;
+	for (i = 0; i < SL_SCRUB_MAX_LEN; i++)
+		key[i] = (char)('A' + i % 26);
+	for (i = 0; i < 5; i++) {
+		memset(text + len, '.', 3000 + i);
+		len += 3000 + i;
+		memcpy(text + len, key, SL_SCRUB_MAX_LEN);
+		len += SL_SCRUB_MAX_LEN;
+		memcpy(text + len, "shortkey", 8);
+		len += 8;
+	}
+	check_cuts(sec, 2, text, len, cuts, 6);
+	check_cuts(sec, 2, text, len, NULL, 0);
+}
+
+/* Random text over a small alphabet, random secrets drawn from it, random
+ * chunking, checked against the reference. */
+static void test_random(void **state)
+{
+	static char text[20000];
+	static char keys[8][64];
+	struct sl_scrub_secret sec[8];
+	size_t cuts[512];
+	unsigned seed = 12345;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 300; round++) {
+		size_t n = 1 + (size_t)rand_r(&seed) % 8, len = (size_t)rand_r(&seed) % 20000;
+		size_t n_cuts = 0, i, at = 0;
+		int alpha = 2 + rand_r(&seed) % 3;
+
+		for (i = 0; i < n; i++) {
+			size_t kl = 8 + (size_t)rand_r(&seed) % 56, j;
+
+			for (j = 0; j < kl; j++)
+				keys[i][j] = (char)('a' + rand_r(&seed) % alpha);
+			sec[i] = (struct sl_scrub_secret){keys[i], kl};
+		}
+		for (i = 0; i < len; i++)
+			text[i] = (char)('a' + rand_r(&seed) % alpha);
+		/* Plant some whole secrets so there is something to find. */
+		for (i = 0; i < 20 && len > 64; i++) {
+			size_t which = (size_t)rand_r(&seed) % n;
+			size_t pos = (size_t)rand_r(&seed) % (len - sec[which].len);
+
+			memcpy(text + pos, sec[which].value, sec[which].len);
+		}
+		while (n_cuts < 512 && at < len) {
+			at += 1 + (size_t)rand_r(&seed) % (rand_r(&seed) % 2 ? 8 : 3000);
+			if (at < len)
+				cuts[n_cuts++] = at;
+		}
+		check_cuts(sec, n, text, len, cuts, n_cuts);
+	}
+}
+
+static void test_bad_args(void **state)
+{
+	char big[SL_SCRUB_MAX_LEN + 1];
+	struct sl_scrub_secret shortk[] = {S("1234567")};
+	struct sl_scrub_secret longk[] = {{big, sizeof(big)}};
+	struct sl_scrub_secret nine[9];
+	struct sl_scrub s;
+	size_t i;
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	for (i = 0; i < 9; i++)
+		nine[i] = S("12345678");
+	assert_int_equal(sl_scrub_init(&s, shortk, 1, MARKER), -EINVAL);
+	sl_scrub_free(&s);
+	assert_int_equal(sl_scrub_init(&s, longk, 1, MARKER), -EINVAL);
+	assert_int_equal(sl_scrub_init(&s, nine, 0, MARKER), -EINVAL);
+	assert_int_equal(sl_scrub_init(&s, nine, 9, MARKER), -EINVAL);
+	assert_int_equal(sl_scrub_init(&s, nine, 8, MARKER), 0);
+	sl_scrub_free(&s);
+	sl_scrub_free(&s);
+	sl_scrub_free(NULL);
+}
+
+static int failing(void *userdata, const void *p, size_t len)
+{
+	(void)userdata;
+	(void)p;
+	(void)len;
+	return -EPIPE;
+}
+
+/* A sink that fails breaks the stream for good. */
+static void test_sink_error(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("12345678")};
+	struct sl_scrub s;
+
+	(void)state;
+	assert_int_equal(sl_scrub_init(&s, sec, 1, MARKER), 0);
+	assert_int_equal(sl_scrub_feed(&s, "abc", 3, failing, NULL), 0); /* all held */
+	assert_int_equal(sl_scrub_feed(&s, "abcdefghijkl", 12, failing, NULL), -EPIPE);
+	assert_int_equal(sl_scrub_feed(&s, "x", 1, failing, NULL), -EPIPE);
+	assert_int_equal(sl_scrub_finish(&s, failing, NULL), -EPIPE);
+	sl_scrub_free(&s);
+}
+
+/* finish leaves the scrubber ready for a new stream. */
+static void test_reuse(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("12345678")};
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, MARKER), 0);
+	assert_int_equal(sl_scrub_feed(&s, "a1234", 5, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(sl_scrub_feed(&s, "5678b12345678", 13, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_memory_equal(k.buf, "a12345678b" MARKER, k.len);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_every_split),
+	    cmocka_unit_test(test_every_double_split),
+	    cmocka_unit_test(test_byte_at_a_time),
+	    cmocka_unit_test(test_marker_once),
+	    cmocka_unit_test(test_no_false_replacement),
+	    cmocka_unit_test(test_overlapping),
+	    cmocka_unit_test(test_long_secret),
+	    cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_bad_args),
+	    cmocka_unit_test(test_sink_error),
+	    cmocka_unit_test(test_reuse),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
