@@ -708,37 +708,6 @@ static void tcp_accept(uv_stream_t *server, int status)
 
 /* ---- Setup and teardown ---- */
 
-static int parse_addr_port(const char *addr_port, struct sockaddr_storage *ss, char *err,
-			   size_t errlen)
-{
-	const char *host, *why = NULL;
-	char ip[INET6_ADDRSTRLEN + 2];
-	size_t host_len;
-	uint16_t port;
-
-	if (sl_host_split(addr_port, strlen(addr_port), &host, &host_len, &port, &why) < 0 ||
-	    port == 0) {
-		snprintf(err, errlen, "--dns '%s': %s", addr_port, why ? why : "needs ADDR:PORT");
-		return -EINVAL;
-	}
-	if (host[0] == '[') {
-		host++;
-		host_len -= 2;
-	}
-	if (host_len >= sizeof(ip)) {
-		snprintf(err, errlen, "--dns '%s': not an address", addr_port);
-		return -EINVAL;
-	}
-	memcpy(ip, host, host_len);
-	ip[host_len] = '\0';
-	if (uv_ip4_addr(ip, port, (struct sockaddr_in *)ss) < 0 &&
-	    uv_ip6_addr(ip, port, (struct sockaddr_in6 *)ss) < 0) {
-		snprintf(err, errlen, "--dns '%s': '%s' is not an IP address", addr_port, ip);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static void udp_closed(uv_handle_t *h)
 {
 	struct sl_gw_dns *d = h->data;
@@ -767,7 +736,7 @@ int sl_gw_listen_dns(struct sl_gw *gw, const char *addr_port, char *err, size_t 
 		snprintf(err, errlen, "--dns '%s': the DNS server is already listening", addr_port);
 		return -EALREADY;
 	}
-	r = parse_addr_port(addr_port, &ss, err, errlen);
+	r = sl_gw_parse_listen("--dns", addr_port, &ss, err, errlen);
 	if (r < 0)
 		return r;
 	d = calloc(1, sizeof(*d));

@@ -50,3 +50,7 @@ void sl_gw_dns_free(struct sl_gw *gw);
 
 /* Is this address one of the gateway host's own? */
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);
+
+/* "ADDR:PORT" (IPv6 in brackets) of a listener named by flag, for messages. */
+int sl_gw_parse_listen(const char *flag, const char *addr_port, struct sockaddr_storage *ret,
+		       char *err, size_t errlen);

@@ -154,18 +154,17 @@ int sl_gw_listen_capture_fd(struct sl_gw *gw, int fd, char *err, size_t errlen)
 	return 0;
 }
 
-int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen)
+int sl_gw_parse_listen(const char *flag, const char *addr_port, struct sockaddr_storage *ret,
+		       char *err, size_t errlen)
 {
-	struct sockaddr_storage ss;
 	const char *host, *why = NULL;
 	char ip[INET6_ADDRSTRLEN + 2];
 	size_t host_len;
 	uint16_t port;
-	int r;
 
 	if (sl_host_split(addr_port, strlen(addr_port), &host, &host_len, &port, &why) < 0 ||
 	    port == 0) {
-		snprintf(err, errlen, "--listen '%s': %s", addr_port, why ? why : "needs ADDR:PORT");
+		snprintf(err, errlen, "%s '%s': %s", flag, addr_port, why ? why : "needs ADDR:PORT");
 		return -EINVAL;
 	}
 	if (host[0] == '[') {
@@ -173,16 +172,27 @@ int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_
 		host_len -= 2;
 	}
 	if (host_len >= sizeof(ip)) {
-		snprintf(err, errlen, "--listen '%s': not an address", addr_port);
+		snprintf(err, errlen, "%s '%s': not an address", flag, addr_port);
 		return -EINVAL;
 	}
 	memcpy(ip, host, host_len);
 	ip[host_len] = '\0';
-	if (uv_ip4_addr(ip, port, (struct sockaddr_in *)&ss) < 0 &&
-	    uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&ss) < 0) {
-		snprintf(err, errlen, "--listen '%s': '%s' is not an IP address", addr_port, ip);
+	if (uv_ip4_addr(ip, port, (struct sockaddr_in *)ret) < 0 &&
+	    uv_ip6_addr(ip, port, (struct sockaddr_in6 *)ret) < 0) {
+		snprintf(err, errlen, "%s '%s': '%s' is not an IP address", flag, addr_port, ip);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	int r;
+
+	r = sl_gw_parse_listen("--listen", addr_port, &ss, err, errlen);
+	if (r < 0)
+		return r;
 	uv_tcp_init(gw->loop, &gw->proxy);
 	gw->proxy.data = gw;
 	gw->proxy_open = true;
