@@ -105,5 +105,53 @@ check_has "an opaque protocol to an address our DNS gave out for an allowed name
 	"got b'<!DOCTYPE HT'" "$out"
 check_has "... decided by that name" '"host":"allowed.test","port":80' "$(audit_last)"
 
+# Keep-alive through capture: each request on the connection is decided on
+# its own Host, so a second one cannot ride the first one's decision.
+out=$(run python3 -c '
+import socket
+s = socket.create_connection(("203.0.113.2", 80), timeout=10)
+s.settimeout(10)
+s.sendall(b"GET /ka1 HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+data = b""
+while b"ka1 host" not in data:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+s.sendall(b"GET /ka2 HTTP/1.1\r\nHost: denied.test\r\n\r\n")
+rest = b""
+try:
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        rest += chunk
+except socket.timeout:
+    pass
+print(data.split(b"\r\n")[0].decode(), "|", rest.split(b"\r\n")[0].decode())
+')
+check "a captured kept-alive connection decides its second request again" \
+	"HTTP/1.1 200 OK | HTTP/1.1 403 Forbidden" "$out"
+check "... and the origin never saw the second" "0" "$(grep -c '/ka2' "$T/origin.log")"
+
+before=$(world_canary_count)
+check "TLS naming an allowed host but aimed at the canary reaches the real host" \
+	"origin GET /aimed-tls host=allowed.test body=0" \
+	"$(run curl -sS -m 10 -k --resolve allowed.test:443:$WORLD_CANARY https://allowed.test/aimed-tls)"
+check "... and the canary saw nothing" "$before" "$(world_canary_count)"
+
+# A client that waits for the server to speak first (SMTP-like) sends
+# nothing: after the capture wait it is decided by its address, and closed.
+out=$(run python3 -c '
+import socket, time
+t = time.monotonic()
+s = socket.create_connection(("203.0.113.2", 25), timeout=10)
+s.settimeout(10)
+print("got", s.recv(100), "after", round(time.monotonic() - t))
+')
+check_has "a silent captured client is decided by address after the wait, and closed ($out)" \
+	"got b'' after" "$out"
+check_has "... audited" '"host":"203.0.113.2","port":25' "$(audit_last)"
+
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
 finish

@@ -78,7 +78,8 @@ policy <<'P'
 version: 1
 allow:
   - host: allowed.test
-    ports: [80, 443, 9]
+    ports: [80, 443, 9, 81]
+  - host: nxname.test
   - host: private.test
   - host: loop.test
   - host: meta.test
@@ -227,6 +228,13 @@ check_has "... audited as header-timeout" '"reason":"header-timeout"' "$(audit_l
 check "past --max-connections, new connections get 503" "5" "$(raw hold 25 0)"
 check "the gateway is alive after all of that" "origin GET /alive host=allowed.test body=0" \
 	"$(curl_ http://allowed.test/alive)"
+
+# ---- upstream failures ----
+check "an allowed name that does not resolve: 502" "502" "$(code http://nxname.test/)"
+check_has "... audited as resolve-failed" '"host":"nxname.test","port":80,"path":"/","status":502,"decision":"deny","rule":"allow[2]","reason":"resolve-failed"' \
+	"$(audit_last)"
+check "an allowed port where nothing listens: 502" "502" "$(code http://allowed.test:81/)"
+check_has "... audited as connect-failed" '"reason":"connect-failed"' "$(audit_last)"
 
 # ---- time limits ----
 start=$(date +%s%N)
