@@ -20,8 +20,12 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 	void *map;
 
 	memset(s, 0, sizeof(*s));
-	if (!secrets || n == 0 || n > SL_SCRUB_MAX_SECRETS || !marker)
+	if (!secrets || n == 0 || n > SL_SCRUB_MAX_SECRETS)
 		return -EINVAL;
+	if (!marker) {
+		s->same_length = true;
+		marker = SL_SCRUB_SAME_LENGTH_MARKER;
+	}
 	mlen = strlen(marker);
 	if (mlen >= SL_SCRUB_MAX_MARKER)
 		return -EINVAL;
@@ -88,6 +92,19 @@ static size_t match_at(const struct sl_scrub *s, size_t p)
 	return 0;
 }
 
+/* At p, in the undecided tail: could a secret that starts here still be
+ * completed by bytes not seen yet? Only then must p wait for them. */
+static bool pending_at(const struct sl_scrub *s, size_t p)
+{
+	unsigned mask = s->first[s->buf[p]];
+	size_t have = s->fill - p, i;
+
+	for (i = 0; mask && i < s->n; i++, mask >>= 1)
+		if ((mask & 1u) && s->len[i] > have && memcmp(s->buf + p, s->secret[i], have) == 0)
+			return true;
+	return false;
+}
+
 static int emit(struct sl_scrub *s, const void *p, size_t len, sl_scrub_out_fn *out, void *userdata)
 {
 	int r;
@@ -98,6 +115,28 @@ static int emit(struct sl_scrub *s, const void *p, size_t len, sl_scrub_out_fn *
 	if (r < 0)
 		s->error = r;
 	return r < 0 ? r : 0;
+}
+
+/* The marker for a match of m bytes: as it is, or (same-length mode) the
+ * marker's text cut or padded with '*' to exactly m bytes, so that
+ * Content-Length and chunk sizes stay true. */
+static int emit_marker(struct sl_scrub *s, size_t m, sl_scrub_out_fn *out, void *userdata)
+{
+	static const char stars[64] = "****************************************************************";
+	size_t k;
+	int r;
+
+	if (!s->same_length)
+		return emit(s, s->marker, s->marker_len, out, userdata);
+	k = m < s->marker_len ? m : s->marker_len;
+	if (m < s->marker_len)
+		return emit(s, stars, m, out, userdata);
+	r = emit(s, s->marker, k, out, userdata);
+	for (m -= k; r == 0 && m > 0; m -= k) {
+		k = m < sizeof(stars) ? m : sizeof(stars);
+		r = emit(s, stars, k, out, userdata);
+	}
+	return r;
 }
 
 /*
@@ -119,7 +158,12 @@ static int drain(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *use
 	else
 		end = 0;
 
-	while (p < end) {
+	while (p < s->fill) {
+		/* Past `end`, a position is decided too unless a secret could
+		 * still begin there: a stream that pauses on bytes no secret
+		 * starts with (an event's "\n\n") is passed on whole. */
+		if (p >= end && pending_at(s, p))
+			break;
 		if (!s->first[s->buf[p]] || (m = match_at(s, p)) == 0) {
 			p++;
 			continue;
@@ -127,7 +171,7 @@ static int drain(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *use
 		r = emit(s, s->buf + run, p - run, out, userdata);
 		if (r < 0)
 			return r;
-		r = emit(s, s->marker, s->marker_len, out, userdata);
+		r = emit_marker(s, m, out, userdata);
 		if (r < 0)
 			return r;
 		p += m;

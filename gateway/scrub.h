@@ -13,8 +13,10 @@
  * byte. The output is exactly what that rule gives on the whole stream at
  * once, however the stream is cut into calls.
  *
- * Between calls at most (longest secret - 1) bytes are held back, the
- * undecided tail that could still be the start of a secret. Memory is fixed
+ * Between calls at most (longest secret - 1) bytes are held back: only the
+ * undecided tail that could still be the start of a secret, so a stream
+ * that pauses on bytes no secret begins with (a server-sent event's blank
+ * line: secrets hold no control characters) is passed on whole, at once. Memory is fixed
  * at init (one mapping, kept out of core dumps, wiped on free); feeding
  * allocates nothing. Work per byte is one table look-up, plus a memcmp for
  * each secret whose first byte matches there: O(n * m) in the worst case
@@ -27,6 +29,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +38,10 @@
 #define SL_SCRUB_MIN_LEN 8
 #define SL_SCRUB_MAX_LEN 4096
 #define SL_SCRUB_MAX_MARKER 64
+/* With marker NULL, each match is replaced by this text cut or padded with
+ * '*' to the match's own length (shorter matches: all '*'), so the bytes
+ * keep their count: Content-Length and chunk sizes stay true. */
+#define SL_SCRUB_SAME_LENGTH_MARKER "[redacted by sluice]"
 
 /* Where the scrubbed bytes go. Return 0, or a negative errno to stop: the
  * feed or finish that called it returns that value, and the scrubber is
@@ -60,13 +67,14 @@ struct sl_scrub {
 	size_t cap, fill;
 	char marker[SL_SCRUB_MAX_MARKER];
 	size_t marker_len;
+	bool same_length;
 	int error;
 };
 
 /*
  * Initialise s with n (1..SL_SCRUB_MAX_SECRETS) secrets, each
  * SL_SCRUB_MIN_LEN..SL_SCRUB_MAX_LEN bytes, and a marker of at most
- * SL_SCRUB_MAX_MARKER - 1 bytes. The secrets are copied. Returns 0, -EINVAL
+ * SL_SCRUB_MAX_MARKER - 1 bytes (NULL: same-length markers, see above). The secrets are copied. Returns 0, -EINVAL
  * for arguments out of range, or -ENOMEM. On failure s is left so that
  * sl_scrub_free is harmless.
  */

@@ -306,6 +306,65 @@ static void test_random(void **state)
 	}
 }
 
+/* Same-length markers: the output is exactly as long as the input, holds
+ * no secret, and says who redacted it where there is room. */
+static void test_same_length(void **state)
+{
+	const char *longk = "sk-proj-0123456789abcdefghijklmnopqrstuvwxyz";
+	const char *shortk = "sk-12345678";
+	struct sl_scrub_secret sec[] = {S(longk), S(shortk)};
+	char text[512];
+	struct sl_scrub s;
+	struct sink k;
+	size_t len, i;
+
+	(void)state;
+	len = (size_t)snprintf(text, sizeof(text), "a=%s;b=%s;c=%s%s", longk, shortk, shortk, longk);
+	for (i = 0; i <= len; i++) {
+		sink_init(&k);
+		assert_int_equal(sl_scrub_init(&s, sec, 2, NULL), 0);
+		assert_int_equal(sl_scrub_feed(&s, text, i, collect, &k), 0);
+		assert_int_equal(sl_scrub_feed(&s, text + i, len - i, collect, &k), 0);
+		assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+		assert_int_equal(k.len, len);
+		assert_int_equal(count(k.buf, k.len, longk), 0);
+		assert_int_equal(count(k.buf, k.len, shortk), 0);
+		assert_int_equal(count(k.buf, k.len, SL_SCRUB_SAME_LENGTH_MARKER), 2);
+		assert_memory_equal(k.buf, "a=[redacted by sluice]", 22);
+		assert_memory_equal(k.buf + 2 + strlen(longk), ";b=***********;c=", 17);
+		sl_scrub_free(&s);
+		free(k.buf);
+	}
+}
+
+/* A stream that pauses is passed on at once, up to the bytes that could
+ * still begin a secret: a streamed event is not held back for the next. */
+static void test_no_needless_holding(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("sk-SECRETSECRETSECRET")};
+	const char ev[] = "data: {\"delta\":\"hi\"}\n\n";
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, NULL), 0);
+	assert_int_equal(sl_scrub_feed(&s, ev, strlen(ev), collect, &k), 0);
+	assert_int_equal(k.len, strlen(ev));
+	assert_int_equal(s.fill, 0);
+	/* "sk-SEC" could still be the key: held; the rest is not. */
+	assert_int_equal(sl_scrub_feed(&s, "x sk-SEC", 8, collect, &k), 0);
+	assert_int_equal(k.len, strlen(ev) + 2);
+	assert_int_equal(s.fill, 6);
+	/* ...and it was not. */
+	assert_int_equal(sl_scrub_feed(&s, "RET!", 4, collect, &k), 0);
+	assert_int_equal(k.len, strlen(ev) + 12);
+	assert_int_equal(s.fill, 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
 static void test_bad_args(void **state)
 {
 	char big[SL_SCRUB_MAX_LEN + 1];
@@ -346,7 +405,7 @@ static void test_sink_error(void **state)
 
 	(void)state;
 	assert_int_equal(sl_scrub_init(&s, sec, 1, MARKER), 0);
-	assert_int_equal(sl_scrub_feed(&s, "abc", 3, failing, NULL), 0); /* all held */
+	assert_int_equal(sl_scrub_feed(&s, "123", 3, failing, NULL), 0); /* could be the secret: held */
 	assert_int_equal(sl_scrub_feed(&s, "abcdefghijkl", 12, failing, NULL), -EPIPE);
 	assert_int_equal(sl_scrub_feed(&s, "x", 1, failing, NULL), -EPIPE);
 	assert_int_equal(sl_scrub_finish(&s, failing, NULL), -EPIPE);
@@ -383,6 +442,8 @@ int main(void)
 	    cmocka_unit_test(test_overlapping),
 	    cmocka_unit_test(test_long_secret),
 	    cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_same_length),
+	    cmocka_unit_test(test_no_needless_holding),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_sink_error),
 	    cmocka_unit_test(test_reuse),
