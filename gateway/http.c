@@ -384,6 +384,8 @@ static int resp_headers_complete(llhttp_t *p)
 
 	rc->r->status = status;
 	rc->r->self_delimited = no_body || !llhttp_message_needs_eof(p);
+	rc->r->chunked = !no_body && (p->flags & F_CHUNKED);
+	rc->r->no_body = no_body;
 	/* 1: this message has no body, whatever its headers say. */
 	return no_body ? 1 : 0;
 }
@@ -394,6 +396,17 @@ static int resp_message_complete(llhttp_t *p)
 
 	rc->r->done = true;
 	return HPE_PAUSED;
+}
+
+static int body_only_data(llhttp_t *p, const char *at, size_t len)
+{
+	struct sl_http_response *r = p->data;
+
+	if (r->on_data && r->on_data(r->userdata, at, len) < 0) {
+		r->sink_failed = true;
+		return -1;
+	}
+	return 0;
 }
 
 static int body_only_complete(llhttp_t *p)
@@ -424,6 +437,7 @@ int sl_http_response_begin(struct sl_http_response *r, const char *buf, size_t l
 		head_settings.on_message_complete = resp_message_complete;
 		llhttp_settings_init(&body_settings_r);
 		body_settings_r.on_message_complete = body_only_complete;
+		body_settings_r.on_body = body_only_data;
 		ready = true;
 	}
 	end = memmem(buf, len < max ? len : max, "\r\n\r\n", 4);

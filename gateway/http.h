@@ -89,12 +89,23 @@ void sl_http_body_done(struct sl_http_body *b);
  * spans, so the gateway can rewrite hop-by-hop headers) and where its body
  * ends, so that the client's connection can carry the next request.
  */
+/* The bytes of a response body without its framing (chunk sizes taken
+ * out). 0, or a negative errno to stop: the feed then fails. */
+typedef int sl_http_data_fn(void *userdata, const char *p, size_t len);
+
 struct sl_http_response {
 	_Alignas(16) unsigned char parser[128]; /* an llhttp_t */
 	int status;
 	bool self_delimited; /* Content-Length, chunked, or no body at all */
+	bool chunked;	     /* Transfer-Encoding: chunked */
+	bool no_body;	     /* HEAD, 1xx, 204, 304 */
 	bool done;
 	bool failed;
+	bool sink_failed; /* on_data returned an error */
+	/* Set after sl_http_response_begin() to receive the body's bytes,
+	 * unframed, as the feed passes them. */
+	sl_http_data_fn *on_data;
+	void *userdata;
 };
 
 /*
