@@ -15,7 +15,6 @@
 #include "conn-internal.h"
 #include "macro.h"
 
-static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name);
 static void next_request(struct conn *c);
 
 /* The request body's framing broke (a bad chunk size): refuse with 400 if
@@ -89,7 +88,7 @@ static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl
 {
 	return sl_http_span_caseeq(name, "connection") || sl_http_span_caseeq(name, "keep-alive") ||
 	       sl_http_span_caseeq(name, "proxy-connection") ||
-	       sl_http_span_caseeq(name, "proxy-authenticate") || hop_by_hop(h, name);
+	       sl_http_span_caseeq(name, "proxy-authenticate") || conn_http_hop_by_hop(h, name);
 }
 
 static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
@@ -209,7 +208,7 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 
 /* ---- connect ---- */
 
-static bool hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
+bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
 {
 	static const char *const always[] = {
 	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
@@ -260,7 +259,7 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 	for (i = 0; i < r->n_headers; i++) {
 		const struct sl_http_header *h = &r->headers[i];
 
-		if (hop_by_hop(r, &h->name))
+		if (conn_http_hop_by_hop(r, &h->name))
 			continue;
 		if (len + h->name.len + h->value.len + 4 >= cap) {
 			free(out);

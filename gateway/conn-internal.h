@@ -27,6 +27,7 @@ enum state {
 	ST_CONNECTING, /* waiting for the upstream connect */
 	ST_PEEK,       /* CONNECT: reading the ClientHello before relaying */
 	ST_RELAY,      /* bytes flow both ways */
+	ST_INSPECT,    /* TLS ended here, requests decided inside (inspect.c) */
 	ST_RESPONDING, /* writing an error response, then closing */
 	ST_CLOSING,
 };
@@ -54,6 +55,9 @@ struct conn {
 	bool captured;		 /* redirected to us by the sandbox's nftables */
 	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
 	bool tls_seen;		 /* a ClientHello was checked */
+	bool inspect;		 /* TLS is (to be) ended here: inspect.c */
+	struct insp *insp;	 /* inspect.c's state, once started */
+	const char *credential;	 /* the injected secret's name, for the audit */
 	struct sockaddr_in orig; /* captured: where the client was going */
 	char orig_str[INET_ADDRSTRLEN];
 	bool parsed;
@@ -98,6 +102,8 @@ struct conn {
 	bool state_was_relay; /* for the audit: the tunnel carried bytes */
 };
 
+struct insp;
+
 void conn_free(struct conn *c);
 void conn_write_audit(struct conn *c);
 void conn_close(struct conn *c);
@@ -122,3 +128,19 @@ void conn_tunnel_start(struct conn *c);
 void conn_decide_by_address(struct conn *c);
 void conn_capture_classify(struct conn *c);
 void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+const char *conn_status_text(int status);
+/* The first of a's addresses the policy lets us reach (never the gateway
+ * host's own, never a special range the policy does not list); NULL with
+ * *ret_refused saying why the last one was refused. */
+const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
+					 const char **ret_refused);
+void conn_literal_addrs(enum sl_host_kind kind, const char *host, struct sl_gw_addrs *a);
+bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name);
+
+/* inspect.c: TLS ended here. start: c is decided (c->dec, inspect) and
+ * c->buf holds the ClientHello. written: a write to the client is done.
+ * close: conn_close() is under way. free: conn_free() is. */
+void conn_inspect_start(struct conn *c);
+void conn_inspect_written(struct conn *c);
+void conn_inspect_close(struct conn *c);
+void conn_inspect_free(struct conn *c);

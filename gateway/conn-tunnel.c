@@ -62,6 +62,18 @@ static void peek_check(struct conn *c)
 		conn_close(c);
 		return;
 	}
+	if (c->inspect) {
+		if (r != 0) {
+			/* Inspected hosts are spoken to over TLS only. */
+			c->inspect = false;
+			c->refused = true;
+			c->reason = "inspect-needs-tls";
+			conn_close(c);
+			return;
+		}
+		conn_inspect_start(c);
+		return;
+	}
 	/* Not TLS at all (-EINVAL), or a hello for the right host: relay,
 	 * starting with what we peeked. */
 	if (c->len) {

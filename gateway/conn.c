@@ -42,6 +42,7 @@ void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	gw->n_conns--;
+	conn_inspect_free(c);
 	sl_gw_policy_unref(c->pol);
 	free(c->buf);
 	free(c->path);
@@ -70,7 +71,10 @@ void conn_write_audit(struct conn *c)
 	    .reason = c->reason	   ? c->reason
 		      : c->decided ? sl_reason_to_string(c->dec.reason)
 				   : NULL,
-	    .tls = (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough" : NULL,
+	    .tls = c->inspect ? "inspect"
+		   : (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough"
+									  : NULL,
+	    .credential = c->credential,
 	    .sni = c->sni[0] ? c->sni : NULL,
 	    .bytes_up = (int64_t)c->bytes_up,
 	    .bytes_down = (int64_t)c->bytes_down,
@@ -112,6 +116,7 @@ void conn_close(struct conn *c)
 	sl_gw_resolve_cancel(c->rreq);
 	c->rreq = NULL;
 	uv_timer_stop(&c->timer);
+	conn_inspect_close(c);
 	close_handle(c, (uv_handle_t *)&c->timer);
 	close_handle(c, (uv_handle_t *)&c->client);
 	if (c->upstream_open)
@@ -148,7 +153,10 @@ static void write_done(uv_write_t *req, int status)
 	}
 	/* The other side paused because this queue was full: let it go on
 	 * once the queue has drained to half. */
-	resume_reading(c, !to_client);
+	if (c->insp && to_client)
+		conn_inspect_written(c);
+	else
+		resume_reading(c, !to_client);
 }
 
 /* Queue data (owned, malloc'd) to the client or the upstream. */
@@ -185,7 +193,7 @@ int conn_send_copy(struct conn *c, bool to_client, const char *data, size_t len,
 	return conn_send_owned(c, to_client, copy, len, close_after);
 }
 
-static const char *status_text(int status)
+const char *conn_status_text(int status)
 {
 	switch (status) {
 	case 400:
@@ -194,6 +202,8 @@ static const char *status_text(int status)
 		return "Forbidden";
 	case 408:
 		return "Request Timeout";
+	case 421:
+		return "Misdirected Request";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 501:
@@ -237,7 +247,7 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 	n = asprintf(&msg,
 		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
-		     status, status_text(status), blen, blen, body);
+		     status, conn_status_text(status), blen, blen, body);
 	if (n < 0 || conn_send_owned(c, true, msg, (size_t)n, true) < 0)
 		conn_close(c);
 }
@@ -261,6 +271,18 @@ static void timer_fired(uv_timer_t *t)
 	case ST_RESOLVING:
 	case ST_CONNECTING:
 		conn_respond_error(c, 504, "connect-timeout", "timed out connecting upstream");
+		break;
+	case ST_INSPECT:
+		if (!c->insp || !c->parsed) {
+			/* A TLS handshake that never finished, or quiet
+			 * between requests: just close. */
+			if (c->insp && !c->n_exchanges)
+				c->reason = "tls-timeout";
+			conn_close(c);
+			break;
+		}
+		c->reason = "idle-timeout";
+		conn_close(c);
 		break;
 	case ST_PEEK:
 	case ST_RELAY:
@@ -526,14 +548,12 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	}
 }
 
-/* The first address the policy lets us reach: never the gateway host's
- * own, never a special range unless private_addresses lists it (SSRF and
- * DNS rebinding: the name is the client's, the addresses are its DNS's). */
-static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
+const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
+					 const char **ret_refused)
 {
-	const char *refused = NULL;
 	size_t i;
 
+	*ret_refused = NULL;
 	for (i = 0; i < a->n; i++) {
 		const struct sockaddr *sa = (const struct sockaddr *)&a->addr[i];
 		const uint8_t *bytes =
@@ -543,25 +563,36 @@ static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
 		const char *special = sl_gw_addr_special(sa->sa_family, bytes);
 
 		if (sl_gw_is_local(c->gw, sa)) {
-			refused = "the gateway host itself";
+			*ret_refused = "the gateway host itself";
 			continue;
 		}
 		if (special && !sl_policy_private_allowed(c->pol->p, sa->sa_family, bytes)) {
-			refused = special;
+			*ret_refused = special;
 			continue;
 		}
+		return sa;
+	}
+	return NULL;
+}
+
+/* The first address the policy lets us reach: never the gateway host's
+ * own, never a special range unless private_addresses lists it (SSRF and
+ * DNS rebinding: the name is the client's, the addresses are its DNS's). */
+static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
+{
+	const char *refused;
+	const struct sockaddr *sa = conn_pick_address(c, a, &refused);
+	char msg[SL_HOST_BUF + 160];
+
+	if (sa) {
 		start_connect(c, sa);
 		return;
 	}
-	{
-		char msg[SL_HOST_BUF + 160];
-
-		snprintf(msg, sizeof(msg),
-			 "%s resolves only to addresses the policy does not allow (%s); list the "
-			 "range under private_addresses to allow it",
-			 c->dec.host, refused ? refused : "none");
-		conn_respond_error(c, 403, "private-address", msg);
-	}
+	snprintf(msg, sizeof(msg),
+		 "%s resolves only to addresses the policy does not allow (%s); list the "
+		 "range under private_addresses to allow it",
+		 c->dec.host, refused ? refused : "none");
+	conn_respond_error(c, 403, "private-address", msg);
 }
 
 static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
@@ -585,20 +616,20 @@ static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 
 /* ---- decide ---- */
 
-/* Build the one-address list for an IP literal the policy allowed. */
-static void literal_addrs(const struct conn *c, struct sl_gw_addrs *a)
+/* The one-address list for an IP literal the policy allowed. */
+void conn_literal_addrs(enum sl_host_kind kind, const char *host, struct sl_gw_addrs *a)
 {
 	memset(a, 0, sizeof(*a));
-	if (c->dec.host_kind == SL_HOST_IPV4) {
+	if (kind == SL_HOST_IPV4) {
 		struct sockaddr_in *in = (struct sockaddr_in *)&a->addr[0];
 
 		in->sin_family = AF_INET;
-		a->n = inet_pton(AF_INET, c->dec.host, &in->sin_addr) == 1;
+		a->n = inet_pton(AF_INET, host, &in->sin_addr) == 1;
 	} else {
 		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->addr[0];
 
 		in6->sin6_family = AF_INET6;
-		a->n = inet_pton(AF_INET6, c->dec.host, &in6->sin6_addr) == 1;
+		a->n = inet_pton(AF_INET6, host, &in6->sin6_addr) == 1;
 	}
 }
 
@@ -626,18 +657,46 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	if (c->tunnel && c->dec.inspect) {
 		/* Method, path and credential rules need the requests inside
 		 * the tunnel; passing it through opaque would skip them. */
+		if (!c->gw->tls) {
+			snprintf(why, sizeof(why),
+				 "%s:%u needs TLS inspection (its rules name methods, paths or a "
+				 "credential), which is not enabled here (sluice gateway needs "
+				 "--ca-dir)",
+				 c->dec.host, c->port);
+			conn_respond_error(c, 403, "inspect-unavailable", why);
+			return;
+		}
+		c->inspect = true;
+		if (c->is_connect) {
+			/* 200, then the ClientHello is checked against the
+			 * CONNECT's host before TLS is ended here. */
+			conn_tunnel_start(c);
+			return;
+		}
+		if (!c->tls_seen) {
+			c->inspect = false;
+			snprintf(why, sizeof(why),
+				 "%s:%u is inspected, and this connection is not TLS", c->dec.host,
+				 c->port);
+			conn_respond_error(c, 403, "inspect-needs-tls", why);
+			return;
+		}
+		conn_inspect_start(c);
+		return;
+	}
+	if (!c->tunnel && c->dec.rule && c->dec.rule->has_inject) {
+		/* A credential goes only over TLS that we verify. */
 		snprintf(why, sizeof(why),
-			 "%s:%u needs TLS inspection (its rules name methods, paths or a "
-			 "credential), which this build of sluice does not do yet",
-			 c->dec.host, c->port);
-		conn_respond_error(c, 403, "inspect-unsupported", why);
+			 "%s carries a credential, which is only sent over TLS: use https://",
+			 c->dec.host);
+		conn_respond_error(c, 403, "credential-needs-tls", why);
 		return;
 	}
 
 	if (c->dec.host_kind != SL_HOST_NAME) {
 		struct sl_gw_addrs a;
 
-		literal_addrs(c, &a);
+		conn_literal_addrs(c->dec.host_kind, c->dec.host, &a);
 		connect_first_permitted(c, &a);
 		return;
 	}

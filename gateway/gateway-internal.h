@@ -32,6 +32,7 @@ struct sl_gw {
 	struct sockaddr_storage *local;
 	size_t n_local;
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
+	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
 };
 
 struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp);
@@ -47,6 +48,12 @@ void sl_gw_maybe_free(struct sl_gw *gw);
 void sl_gw_dns_close(struct sl_gw *gw);
 bool sl_gw_dns_open(const struct sl_gw *gw);
 void sl_gw_dns_free(struct sl_gw *gw);
+
+/* inspect.c: close the idle upstream connections; whether any upstream
+ * connection is still allocated; free the TLS state once none is. */
+void sl_gw_tls_flush_pool(struct sl_gw *gw);
+bool sl_gw_tls_busy(const struct sl_gw *gw);
+void sl_gw_tls_free(struct sl_gw *gw);
 
 /* Is this address one of the gateway host's own? */
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);

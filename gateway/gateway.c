@@ -216,6 +216,9 @@ void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p)
 	}
 	sl_gw_policy_unref(gw->policy);
 	gw->policy = gp;
+	/* Kept-alive origin connections were chosen under the old policy
+	 * (its private ranges): start afresh. */
+	sl_gw_tls_flush_pool(gw);
 	/* Interfaces may have changed as well. */
 	(void)load_local_addresses(gw);
 }
@@ -234,9 +237,10 @@ static void proxy_closed(uv_handle_t *h)
 void sl_gw_maybe_free(struct sl_gw *gw)
 {
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->conns ||
-	    sl_gw_dns_open(gw))
+	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw))
 		return;
 	sl_gw_dns_free(gw);
+	sl_gw_tls_free(gw);
 	sl_gw_policy_unref(gw->policy);
 	free(gw->local);
 	free(gw);
@@ -246,6 +250,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 {
 	gw->shutting_down = true;
 	sl_gw_conn_close_all(gw);
+	sl_gw_tls_flush_pool(gw);
 	sl_gw_dns_close(gw);
 	if (gw->capture_open && !uv_is_closing((uv_handle_t *)&gw->capture))
 		uv_close((uv_handle_t *)&gw->capture, proxy_closed);

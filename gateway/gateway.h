@@ -60,6 +60,24 @@ int sl_gw_listen_dns(struct sl_gw *gw, const char *addr_port, char *err, size_t 
 int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char *name,
 		       size_t size);
 
+struct sl_ca;
+struct sl_secret_value;
+
+/*
+ * Inspect TLS for hosts whose rules need it (methods, paths, a credential;
+ * inspect.c): the sandbox's TLS ends at the gateway with a leaf from ca
+ * (borrowed: it must outlive the gateway), and origins are verified
+ * against upstream_ca (a PEM file) or, when NULL, the system's trust
+ * store. Without it, such hosts are refused.
+ */
+int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upstream_ca,
+			    char *err, size_t errlen);
+
+/* A secret's value, by the name the policy gives it, for injection
+ * (borrowed: it must outlive the gateway). Every inspected response is
+ * scrubbed of every secret added. At most 8. Needs inspection enabled. */
+int sl_gw_add_secret(struct sl_gw *gw, const char *name, const struct sl_secret_value *v);
+
 /* Replace the policy (taken over). Connections already deciding keep the
  * policy they started with; the old one is freed when the last is done. */
 void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p);
