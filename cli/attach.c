@@ -48,6 +48,8 @@
 
 struct attach {
 	const char *pid_arg, *netns, *policy_path, *audit, *resolver, *pool;
+	const char *upstream_ca, *ca_dir;
+	struct sl_tls_setup tls; /* secrets and the CA the container must trust */
 	pid_t pid;
 	int pidfd;    /* -1: not watching the process (--netns, or no pidfd) */
 	int netns_fd; /* the target */
@@ -61,6 +63,7 @@ static void attach_usage(FILE *f)
 {
 	fputs("usage: sluice attach (--pid PID | --netns PATH) --policy FILE [--audit FILE|-]\n"
 	      "                     [--resolver ADDR[:PORT]] [--pool CIDR]\n"
+	      "                     [--ca-dir DIR] [--upstream-ca FILE]\n"
 	      "\n"
 	      "Fence an existing network namespace (a container's: that of process PID, or the\n"
 	      "namespace file PATH) so that it can reach only sluice's gateway, which enforces\n"
@@ -69,6 +72,10 @@ static void attach_usage(FILE *f)
 	      "changed: its DNS queries are sent to the gateway's DNS instead.\n"
 	      "--pool is where the veth's addresses come from (default " SL_NETNS_DEFAULT_POOL
 	      ").\n"
+	      "Hosts whose rules name methods, paths or a credential are inspected: the\n"
+	      "container must trust sluice's CA (printed at start; --ca-dir DIR keeps one across\n"
+	      "runs, so that it can be built into the image). --upstream-ca FILE verifies\n"
+	      "origins against FILE instead of the system's trust store.\n"
 	      "Exits 0 after a clean detach, 1 for an invalid policy, 2 for a bad command line\n"
 	      "or target, 4 when the system refused.\n",
 	      f);
@@ -76,7 +83,7 @@ static void attach_usage(FILE *f)
 
 static int parse_args(struct attach *a, int argc, char **argv)
 {
-	enum { O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL };
+	enum { O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL, O_UPCA, O_CADIR };
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, O_PID},
 	    {"netns", required_argument, NULL, O_NETNS},
@@ -84,6 +91,8 @@ static int parse_args(struct attach *a, int argc, char **argv)
 	    {"audit", required_argument, NULL, O_AUDIT},
 	    {"resolver", required_argument, NULL, O_RESOLVER},
 	    {"pool", required_argument, NULL, O_POOL},
+	    {"upstream-ca", required_argument, NULL, O_UPCA},
+	    {"ca-dir", required_argument, NULL, O_CADIR},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -111,6 +120,12 @@ static int parse_args(struct attach *a, int argc, char **argv)
 			break;
 		case O_POOL:
 			slot = &a->pool;
+			break;
+		case O_UPCA:
+			slot = &a->upstream_ca;
+			break;
+		case O_CADIR:
+			slot = &a->ca_dir;
 			break;
 		case 'h':
 			attach_usage(stdout);
@@ -229,6 +244,13 @@ static int setup(struct attach *a, char *err, size_t errlen)
 	r = sl_serve_rules_install(&a->serve, a->sandbox, err, errlen);
 	if (r < 0)
 		return r;
+	r = a->ca_dir ? sl_tls_open_ca_dir(&a->tls, a->ca_dir, err, errlen)
+		      : sl_tls_make_ca(&a->tls, sl_netns_sandbox_host_ifname(a->sandbox), err,
+				       errlen);
+	if (r < 0)
+		return r;
+	a->serve.tls = &a->tls;
+	a->serve.upstream_ca = a->upstream_ca;
 	r = sl_serve_gateway_start(&a->serve, a->sandbox, &a->policy, a->audit, a->resolver, err,
 				   errlen);
 	if (r < 0)
@@ -243,6 +265,10 @@ static int setup(struct attach *a, char *err, size_t errlen)
 		     "detaches\n",
 		sl_netns_sandbox_host_ifname(a->sandbox), ip, SL_SERVE_PORT_PROXY,
 		SL_SERVE_PORT_DNS);
+	fprintf(stderr,
+		PROG ": inspected hosts are served with certificates from a CA the container "
+		     "must trust: %s (the system's roots plus it)\n",
+		a->tls.bundle);
 	return 0;
 }
 
@@ -278,6 +304,7 @@ static bool teardown(struct attach *a)
 	sl_serve_rules_remove(&a->serve);
 	sl_netns_sandbox_free(TAKE_PTR(a->sandbox));
 	sl_policy_free(TAKE_PTR(a->policy));
+	sl_tls_setup_done(&a->tls);
 	sl_closep(&a->netns_fd);
 	sl_closep(&a->pidfd);
 	return clean;
@@ -330,6 +357,13 @@ int sl_cmd_attach(int argc, char **argv)
 	if (load_policy(&a) < 0) {
 		teardown(&a);
 		return SL_EXIT_INVALID;
+	}
+	/* The container's users are not ours to know: a secret file must be
+	 * readable by its owner (root, or us) alone. */
+	if (sl_tls_load_secrets(&a.tls, a.policy, (uid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
+		teardown(&a);
+		return SL_EXIT_FAILURE;
 	}
 
 	/* Blocked before the gateway's thread exists, so that it inherits

@@ -2,12 +2,15 @@
 /*
  * sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]
  *                [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]
- *                [limits...]
+ *                [--ca-dir DIR] [--upstream-ca FILE] [limits...]
  *
  * Runs the gateway on its own: an explicit proxy (CONNECT and absolute-form
  * HTTP/1.1) that lets through exactly what the policy allows, resolving
  * names itself and refusing private addresses. With --dns it also answers
  * DNS for the names the policy allows (NXDOMAIN for every other name).
+ * Hosts whose rules name methods, paths or a credential are inspected with
+ * the CA kept in --ca-dir (its clients must trust DIR/ca.crt); a policy
+ * that needs inspection without --ca-dir is refused at start.
  * SIGHUP reloads the policy (a policy that fails to load leaves the running
  * one in force), SIGUSR1 reopens the audit log, SIGINT and SIGTERM stop it.
  */
@@ -23,12 +26,14 @@
 #include "cli.h"
 #include "gateway.h"
 #include "macro.h"
+#include "tls-setup.h"
 
 struct gw_cli {
 	const char *policy_path;
 	struct sl_gw *gw;
 	struct sl_audit *audit;
 	struct sl_gw_resolver *resolver;
+	struct sl_tls_setup tls;
 	uv_signal_t sig_hup, sig_usr1, sig_int, sig_term;
 };
 
@@ -38,7 +43,12 @@ static void gateway_usage(FILE *f)
 	      "                      [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]\n"
 	      "                      [--connect-timeout MS] [--idle-timeout MS]\n"
 	      "                      [--header-timeout MS] [--max-header-bytes N]\n"
-	      "                      [--max-connections N]\n",
+	      "                      [--max-connections N] [--ca-dir DIR] [--upstream-ca FILE]\n"
+	      "\n"
+	      "Hosts whose rules name methods, paths or a credential are inspected: give\n"
+	      "--ca-dir DIR, where sluice keeps its CA (ca.key, mode 0600; ca.crt and\n"
+	      "ca-bundle.crt for clients to trust). --upstream-ca FILE verifies origins\n"
+	      "against FILE instead of the system's trust store.\n",
 	      f);
 }
 
@@ -53,6 +63,22 @@ static int load_policy(const char *path, struct sl_policy **ret)
 	return r;
 }
 
+/* A new policy must not need secrets this gateway was not started with.
+ * Rules that need inspection without a CA are said once: TLS to their
+ * hosts is refused (plain HTTP to them is still decided per request). */
+static bool policy_ok(const struct gw_cli *g, const struct sl_policy *p, bool reload, char *err,
+		      size_t errlen)
+{
+	unsigned line = sl_tls_first_inspected(p);
+
+	if (line && !g->tls.ca)
+		fprintf(stderr,
+			"sluice gateway: %s:%u: this rule needs TLS inspection, which is off "
+			"without --ca-dir DIR: CONNECT to its host is refused\n",
+			p->source, line);
+	return !reload || sl_tls_covers(&g->tls, p, err, errlen);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
 	struct gw_cli *g = s->data;
@@ -60,10 +86,15 @@ static void on_signal(uv_signal_t *s, int signum)
 	if (signum == SIGHUP) {
 		struct sl_policy *p = NULL;
 
-		if (load_policy(g->policy_path, &p) < 0) {
+		char err[512];
+
+		if (load_policy(g->policy_path, &p) < 0 || !policy_ok(g, p, true, err, sizeof(err))) {
+			if (p)
+				fprintf(stderr, "%s\n", err);
 			fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy "
 					"stays in force\n",
 				g->policy_path);
+			sl_policy_free(p);
 			return;
 		}
 		sl_gw_set_policy(g->gw, p);
@@ -103,7 +134,18 @@ static int parse_num(const char *flag, const char *s, unsigned long max, unsigne
 
 int sl_cmd_gateway(int argc, char **argv)
 {
-	enum { O_RESOLVER = 256, O_UPSTREAM_CA, O_SANDBOX, O_CT, O_IT, O_HT, O_MHB, O_MC, O_DNS };
+	enum {
+		O_RESOLVER = 256,
+		O_UPSTREAM_CA,
+		O_SANDBOX,
+		O_CT,
+		O_IT,
+		O_HT,
+		O_MHB,
+		O_MC,
+		O_DNS,
+		O_CA_DIR
+	};
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "listen", required_argument, NULL, 'l' },
@@ -111,6 +153,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "audit", required_argument, NULL, 'a' },
 		{ "resolver", required_argument, NULL, O_RESOLVER },
 		{ "upstream-ca", required_argument, NULL, O_UPSTREAM_CA },
+		{ "ca-dir", required_argument, NULL, O_CA_DIR },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
 		{ "connect-timeout", required_argument, NULL, O_CT },
 		{ "idle-timeout", required_argument, NULL, O_IT },
@@ -124,6 +167,7 @@ int sl_cmd_gateway(int argc, char **argv)
 	struct sl_gw_config cfg;
 	struct sl_policy *policy = NULL;
 	const char *listen = NULL, *audit_path = NULL, *resolver = NULL, *dns = NULL;
+	const char *ca_dir = NULL, *upstream_ca = NULL;
 	uv_loop_t *loop = uv_default_loop();
 	unsigned long v;
 	char err[512] = "";
@@ -150,9 +194,11 @@ int sl_cmd_gateway(int argc, char **argv)
 			resolver = optarg;
 			break;
 		case O_UPSTREAM_CA:
-			fprintf(stderr, "sluice gateway: --upstream-ca is not supported yet (TLS "
-					"inspection is not built)\n");
-			return SL_EXIT_USAGE;
+			upstream_ca = optarg;
+			break;
+		case O_CA_DIR:
+			ca_dir = optarg;
+			break;
 		case O_SANDBOX:
 			cfg.sandbox = optarg;
 			break;
@@ -200,6 +246,25 @@ int sl_cmd_gateway(int argc, char **argv)
 
 	if (load_policy(g.policy_path, &policy) < 0)
 		return SL_EXIT_INVALID;
+	g.tls.prog = "sluice gateway";
+	if (ca_dir) {
+		r = sl_tls_open_ca_dir(&g.tls, ca_dir, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "sluice gateway: %s\n", err);
+			sl_tls_setup_done(&g.tls);
+			sl_policy_free(policy);
+			return SL_EXIT_FAILURE;
+		}
+	}
+	/* No sandbox user here: a secret file must still be root's (or
+	 * ours) alone. */
+	if (!policy_ok(&g, policy, false, err, sizeof(err)) ||
+	    sl_tls_load_secrets(&g.tls, policy, (uid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
+		sl_tls_setup_done(&g.tls);
+		sl_policy_free(policy);
+		return SL_EXIT_INVALID;
+	}
 	if (audit_path) {
 		r = sl_audit_open(audit_path, &g.audit);
 		if (r < 0) {
@@ -218,6 +283,11 @@ int sl_cmd_gateway(int argc, char **argv)
 	r = sl_gw_new(loop, &cfg, policy, g.resolver, g.audit, &g.gw);
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: %s\n", strerror(-r));
+		return SL_EXIT_FAILURE;
+	}
+	r = sl_tls_apply(&g.tls, g.gw, upstream_ca, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
 		return SL_EXIT_FAILURE;
 	}
 	r = sl_gw_listen_proxy(g.gw, listen, err, sizeof(err));
@@ -240,8 +310,12 @@ int sl_cmd_gateway(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	fprintf(stderr, "sluice gateway: proxy on %s, policy %s\n", listen, g.policy_path);
+	if (g.tls.ca)
+		fprintf(stderr, "sluice gateway: inspecting TLS with the CA in %s (clients trust %s)\n",
+			ca_dir, g.tls.bundle);
 	uv_run(loop, UV_RUN_DEFAULT);
 	uv_loop_close(loop);
 	sl_audit_close(g.audit);
+	sl_tls_setup_done(&g.tls);
 	return SL_EXIT_OK;
 }

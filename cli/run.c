@@ -49,7 +49,35 @@ struct run {
 	struct sl_netns_sandbox *sandbox;
 	char **env;
 	char **env_drop; /* variables never passed on: env secrets */
+	struct sl_tls_setup tls; /* secrets and the sandbox's CA */
 };
+
+/* What an SDK that insists on a key is given instead of the real one. */
+#define PLACEHOLDER "sluice-placeholder-the-gateway-injects-the-key"
+
+/* The sandbox trusts its CA (the bundle holds the system's roots too) and
+ * gets a placeholder where the policy names one. */
+static int env_tls(struct run *r, const struct sl_policy *p)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; r->tls.bundle && sl_ca_env_vars[i]; i++) {
+		ret = sl_netns_env_set(&r->env, sl_ca_env_vars[i], r->tls.bundle);
+		if (ret < 0)
+			return ret;
+	}
+	for (i = 0; i < p->n_allow; i++) {
+		const struct sl_rule *rule = &p->rules[i];
+
+		if (!rule->has_inject || !rule->inject.placeholder_env)
+			continue;
+		ret = sl_netns_env_set(&r->env, rule->inject.placeholder_env, PLACEHOLDER);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
 
 static int env_secret_names(struct run *r)
 {
@@ -68,7 +96,8 @@ static int env_secret_names(struct run *r)
 static void run_usage(FILE *f)
 {
 	fputs("usage: sluice run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N]\n"
-	      "                  [--cpu PERCENT] [--pool CIDR] -- CMD [ARG...]\n"
+	      "                  [--cpu PERCENT] [--pool CIDR] [--audit FILE|-]\n"
+	      "                  [--resolver ADDR[:PORT]] [--upstream-ca FILE] -- CMD [ARG...]\n"
 	      "\n"
 	      "Run CMD in a network sandbox that can reach only sluice's gateway, as USER\n"
 	      "(default: nobody, or the sudo caller) without capabilities. Without --policy every\n"
@@ -79,7 +108,9 @@ static void run_usage(FILE *f)
 	      "SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed to CMD; SIGHUP reloads --policy.\n"
 	      "--audit FILE|- writes one JSON line per decision; --resolver ADDR[:PORT] is the\n"
 	      "DNS server the gateway asks (default: the host's resolv.conf).\n"
-	      "Not supported yet: --upstream-ca (it needs TLS inspection).\n",
+	      "Hosts whose rules name methods, paths or a credential are inspected: the sandbox\n"
+	      "trusts a CA of its own (SSL_CERT_FILE and kin); --upstream-ca FILE verifies\n"
+	      "origins against FILE instead of the system's trust store.\n",
 	      f);
 }
 
@@ -94,6 +125,7 @@ static void run_teardown(struct run *r)
 	sl_netns_env_free(TAKE_PTR(r->env));
 	sl_netns_env_free(TAKE_PTR(r->env_drop));
 	sl_policy_free(TAKE_PTR(r->policy));
+	sl_tls_setup_done(&r->tls);
 }
 
 static int load_policy(struct run *r)
@@ -141,17 +173,25 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
-	ret = sl_serve_gateway_start(&r->serve, r->sandbox, &r->policy, r->args.audit,
-				     r->args.resolver, err, sizeof(err));
+	/* The sandbox's own CA, whose key stays in this process. */
+	ret = sl_tls_make_ca(&r->tls, sl_netns_sandbox_host_ifname(r->sandbox), err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox),
 				 SL_SERVE_PORT_PROXY, &r->user, (const char *const *)r->env_drop,
 				 &r->env);
+	if (ret == 0)
+		ret = env_tls(r, r->policy);
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
+	r->serve.tls = &r->tls;
+	r->serve.upstream_ca = r->args.upstream_ca;
+	ret = sl_serve_gateway_start(&r->serve, r->sandbox, &r->policy, r->args.audit,
+				     r->args.resolver, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
 	ret = sl_netns_spawn(&(struct sl_netns_spawn){.sandbox = r->sandbox,
 						      .cgroup = r->cgroup,
 						      .user = r->user,
@@ -222,11 +262,6 @@ int sl_cmd_run(int argc, char **argv)
 		run_usage(stdout);
 		return SL_EXIT_OK;
 	}
-	if (r.args.upstream_ca) {
-		fprintf(stderr, "sluice run: --upstream-ca is not supported yet (it needs TLS "
-				"inspection)\n");
-		return SL_EXIT_USAGE;
-	}
 	if (load_policy(&r) < 0)
 		return SL_EXIT_INVALID;
 	if (sl_netns_user_resolve(r.args.user, &r.user, err, sizeof(err)) < 0) {
@@ -239,6 +274,18 @@ int sl_cmd_run(int argc, char **argv)
 				"firewall rules, then drops to the user)\n");
 		sl_policy_free(r.policy);
 		return SL_EXIT_FAILURE;
+	}
+	/* Secrets are read now, as root, and refused if the sandbox's user
+	 * could read them too; nothing of them reaches the sandbox. */
+	{
+		char serr[512];
+
+		if (sl_tls_load_secrets(&r.tls, r.policy, r.user.uid, serr, sizeof(serr)) < 0) {
+			fprintf(stderr, "sluice run: %s\n", serr);
+			sl_tls_setup_done(&r.tls);
+			sl_policy_free(r.policy);
+			return RUN_EXIT_SETUP;
+		}
 	}
 
 	/* Block before the child exists, so no signal meant for it is lost;

@@ -305,6 +305,11 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 		snprintf(err, errlen, "gateway: %s", strerror(-ret));
 		return ret;
 	}
+	if (t->tls) {
+		ret = sl_tls_apply(t->tls, t->gw, t->upstream_ca, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
 	inet_ntop(AF_INET, &host, ip, sizeof(ip));
 	snprintf(listen, sizeof(listen), "%s:%u", ip, SL_SERVE_PORT_PROXY);
 	ret = sl_gw_listen_proxy(t->gw, listen, err, errlen);
@@ -397,6 +402,17 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n", t->prog,
 			policy_path);
 		return;
+	}
+	if (t->tls) {
+		char err[512];
+
+		if (!sl_tls_covers(t->tls, p, err, sizeof(err))) {
+			fprintf(stderr,
+				"%s\n%s: %s: not reloaded; the running policy stays in force\n",
+				err, t->prog, policy_path);
+			sl_policy_free(p);
+			return;
+		}
 	}
 	sl_serve_set_policy(t, p);
 	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);

@@ -21,6 +21,7 @@
 #include "netns.h"
 #include "nft.h"
 #include "policy.h"
+#include "tls-setup.h"
 
 /* The gateway's ports on the host end (DESIGN.md). */
 #define SL_SERVE_PORT_PROXY 3128
@@ -31,6 +32,10 @@
 
 struct sl_serve {
 	const char *prog; /* "sluice run": the prefix of what it prints */
+	/* TLS inspection and credentials (set before starting; may be NULL),
+	 * and the CA file origins are verified against (NULL: the system's). */
+	struct sl_tls_setup *tls;
+	const char *upstream_ca;
 
 	/* The gateway's thread: its own loop, stopped through an async handle. */
 	uv_loop_t loop;

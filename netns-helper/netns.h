@@ -215,3 +215,5 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_err
 int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
 		       const struct sl_netns_user *user, const char *const *drop, char ***ret);
 void sl_netns_env_free(char **env);
+/* Set NAME=VALUE in an environment built above, replacing NAME if there. */
+int sl_netns_env_set(char ***env, const char *name, const char *value);

@@ -149,3 +149,29 @@ oom:
 	sl_netns_env_free(env);
 	return -ENOMEM;
 }
+
+int sl_netns_env_set(char ***env, const char *name, const char *value)
+{
+	size_t n = 0, len = strlen(name), i;
+	char *kv, **grown;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	while ((*env)[n])
+		n++;
+	for (i = 0; i < n; i++)
+		if (strncmp((*env)[i], name, len) == 0 && (*env)[i][len] == '=') {
+			free((*env)[i]);
+			(*env)[i] = kv;
+			return 0;
+		}
+	grown = realloc(*env, (n + 2) * sizeof(*grown));
+	if (!grown) {
+		free(kv);
+		return -ENOMEM;
+	}
+	grown[n] = kv;
+	grown[n + 1] = NULL;
+	*env = grown;
+	return 0;
+}

@@ -169,11 +169,18 @@ printf 'version: 1\nallow:\n  - host: [\n' >"$T/bad.yaml"
 out=$(run --policy "$T/bad.yaml" -- true 2>&1); rc=$?
 check "an invalid --policy is refused with file:line:col (exit $rc: $out)" \
 	sh -c "[ $rc = 1 ] && echo '$out' | grep -q '^$T/bad.yaml:[0-9]*:[0-9]*: '"
-out=$(run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
+# dev-agent.yaml reads its key as a systemd credential.
+mkdir -m 700 "$T/creds"
+printf 'sk-ant-test-%s\n' "$(openssl rand -hex 16)" >"$T/creds/anthropic"
+chmod 600 "$T/creds/anthropic"
+out=$(CREDENTIALS_DIRECTORY=$T/creds run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
 check "a valid --policy is accepted (exit $rc $out)" [ $rc = 0 ]
+out=$(run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
+check "a secret that cannot be read stops it before the command runs (exit $rc: $out)" \
+	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'CREDENTIALS_DIRECTORY'"
 out=$(run --upstream-ca /etc/hostname -- true 2>&1); rc=$?
-check "--upstream-ca is refused, not ignored (exit $rc: $out)" \
-	sh -c "[ $rc = 2 ] && echo '$out' | grep -q 'not supported yet'"
+check "an --upstream-ca that holds no certificate is refused, not ignored (exit $rc: $out)" \
+	sh -c "[ $rc = 125 ] && echo '$out' | grep -q -- '--upstream-ca /etc/hostname'"
 # The gateway answers on the proxy port: without --policy it denies, says
 # why, and audits it.
 out=$(run --audit "$T/run-audit.log" -- sh -c \

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/* Secrets and the sandbox's CA, before the gateway starts (tls-setup.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tls-setup.h"
+
+const char *const sl_ca_env_vars[] = {
+    "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO", "PIP_CERT",	    "AWS_CA_BUNDLE",  "DENO_CERT",
+    NULL,
+};
+
+int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t sandbox_uid,
+			char *err, size_t errlen)
+{
+	size_t i;
+	int r;
+
+	if (p->n_secrets > SL_SCRUB_MAX_SECRETS) {
+		snprintf(err, errlen, "%s: %zu secrets; at most %d are supported", p->source,
+			 p->n_secrets, SL_SCRUB_MAX_SECRETS);
+		return -E2BIG;
+	}
+	for (i = 0; i < p->n_secrets; i++) {
+		const struct sl_secret *sec = &p->secrets[i];
+
+		r = sl_secret_load(sec, sandbox_uid, &s->secrets[i].v, err, errlen);
+		if (r < 0)
+			return r;
+		s->n_secrets = i + 1;
+		s->secrets[i].name = strdup(sec->name);
+		s->secrets[i].ref = strdup(sec->ref);
+		s->secrets[i].source = sec->source;
+		if (!s->secrets[i].name || !s->secrets[i].ref) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen)
+{
+	char ebuf[384];
+	int r;
+
+	r = sl_ca_new(sandbox_name, SL_LEAF_CACHE, &s->ca, ebuf, sizeof(ebuf));
+	if (r < 0) {
+		snprintf(err, errlen, "making the sandbox's CA: %s", ebuf);
+		return r;
+	}
+	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST) {
+		r = negative_errno();
+		snprintf(err, errlen, "/run/sluice: %s", strerror(-r));
+		return r;
+	}
+	/* A directory of our own (its name is the sandbox's, unique while
+	 * it lives), readable by the sandbox's user, writable by root only. */
+	if (asprintf(&s->bundle_dir, "/run/sluice/ca-%s", sandbox_name) < 0) {
+		s->bundle_dir = NULL;
+		return -ENOMEM;
+	}
+	if (mkdir(s->bundle_dir, 0755) < 0) {
+		struct stat st;
+
+		/* Left by a sluice that was killed: only root can make
+		 * entries in /run/sluice, so one that is a plain directory of
+		 * root's is ours to reuse (the bundle is replaced whole). */
+		r = negative_errno();
+		if (r != -EEXIST || lstat(s->bundle_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != 0) {
+			snprintf(err, errlen, "%s: %s", s->bundle_dir,
+				 r == -EEXIST ? "exists, and is not a directory of root's"
+					      : strerror(-r));
+			free(TAKE_PTR(s->bundle_dir));
+			return r;
+		}
+	}
+	(void)chmod(s->bundle_dir, 0755); /* whatever the umask */
+	if (asprintf(&s->bundle, "%s/ca-bundle.crt", s->bundle_dir) < 0) {
+		s->bundle = NULL;
+		return -ENOMEM;
+	}
+	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, s->bundle, ebuf, sizeof(ebuf));
+	if (r < 0) {
+		snprintf(err, errlen, "the sandbox's CA bundle: %s", ebuf);
+		return r;
+	}
+	return 0;
+}
+
+int sl_tls_open_ca_dir(struct sl_tls_setup *s, const char *dir, char *err, size_t errlen)
+{
+	char ebuf[384], *path = NULL;
+	int r;
+
+	r = sl_ca_open_dir(dir, "gateway", SL_LEAF_CACHE, &s->ca, ebuf, sizeof(ebuf));
+	if (r < 0) {
+		snprintf(err, errlen, "--ca-dir: %s", ebuf);
+		return r;
+	}
+	if (asprintf(&path, "%s/ca-bundle.crt", dir) < 0)
+		return -ENOMEM;
+	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, path, ebuf, sizeof(ebuf));
+	if (r < 0) {
+		snprintf(err, errlen, "--ca-dir: %s", ebuf);
+		free(path);
+		return r;
+	}
+	s->bundle = path; /* kept: clients outside us point at it */
+	return 0;
+}
+
+int sl_tls_apply(struct sl_tls_setup *s, struct sl_gw *gw, const char *upstream_ca, char *err,
+		 size_t errlen)
+{
+	size_t i;
+	int r;
+
+	if (!s->ca)
+		return 0;
+	r = sl_gw_enable_inspection(gw, s->ca, upstream_ca, err, errlen);
+	if (r < 0)
+		return r;
+	for (i = 0; i < s->n_secrets; i++) {
+		r = sl_gw_add_secret(gw, s->secrets[i].name, s->secrets[i].v);
+		if (r < 0) {
+			snprintf(err, errlen, "secret '%s': %s", s->secrets[i].name, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+bool sl_tls_covers(const struct sl_tls_setup *s, const struct sl_policy *p, char *err,
+		   size_t errlen)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->n_secrets; i++) {
+		const struct sl_secret *sec = &p->secrets[i];
+
+		for (j = 0; j < s->n_secrets; j++)
+			if (strcmp(s->secrets[j].name, sec->name) == 0 &&
+			    s->secrets[j].source == sec->source &&
+			    strcmp(s->secrets[j].ref, sec->ref) == 0)
+				break;
+		if (j == s->n_secrets) {
+			snprintf(err, errlen,
+				 "%s:%u: secret '%s' was not loaded when sluice started, and a "
+				 "reload does not read secrets: restart sluice to use it",
+				 p->source, sec->line, sec->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+unsigned sl_tls_first_inspected(const struct sl_policy *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_allow; i++)
+		if (p->rules[i].inspect)
+			return p->rules[i].line ? p->rules[i].line : 1;
+	return 0;
+}
+
+void sl_tls_setup_done(struct sl_tls_setup *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_secrets; i++) {
+		sl_secret_value_free(TAKE_PTR(s->secrets[i].v));
+		free(TAKE_PTR(s->secrets[i].name));
+		free(TAKE_PTR(s->secrets[i].ref));
+	}
+	s->n_secrets = 0;
+	sl_ca_free(TAKE_PTR(s->ca));
+	if (s->bundle_dir) {
+		(void)unlink(s->bundle);
+		(void)rmdir(s->bundle_dir);
+	}
+	free(TAKE_PTR(s->bundle));
+	free(TAKE_PTR(s->bundle_dir));
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What TLS inspection and credential injection need before the gateway
+ * starts, shared by `run`, `attach` and `gateway`: every secret the policy
+ * names, read now (while sluice still has the privileges to read them, and
+ * refused if the sandbox's user could read the file too), and the CA that
+ * the sandbox is told to trust, with a bundle file (the system's roots plus
+ * that CA) for the sandbox's programs to point at.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "ca.h"
+#include "gateway.h"
+#include "policy.h"
+#include "scrub.h"
+#include "secret.h"
+
+/* The system's trust bundle on Debian and its derivatives. */
+#define SL_SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
+/* Leaves cached per CA (one per inspected host name). */
+#define SL_LEAF_CACHE 1024
+
+/* The variables programs read their trust bundle from (docs/credentials.md). */
+extern const char *const sl_ca_env_vars[];
+
+struct sl_tls_setup {
+	const char *prog; /* for messages: "sluice run" */
+	struct sl_ca *ca;
+	char *bundle_dir; /* made by us, removed by sl_tls_setup_done() */
+	char *bundle;	  /* the bundle's path */
+	struct {
+		char *name;
+		enum sl_secret_source source;
+		char *ref;
+		struct sl_secret_value *v;
+	} secrets[SL_SCRUB_MAX_SECRETS];
+	size_t n_secrets;
+};
+
+/* Read every secret p names (sandbox_uid: the user who must not be able to
+ * read their files). errlen >= 512. */
+int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t sandbox_uid,
+			char *err, size_t errlen);
+
+/* A CA of our own for this sandbox (in memory) and its bundle, written to
+ * a directory of its own under /run/sluice named after the sandbox. */
+int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen);
+
+/* The CA kept in dir (sluice gateway --ca-dir): dir/ca.key, dir/ca.crt and
+ * the bundle dir/ca-bundle.crt. */
+int sl_tls_open_ca_dir(struct sl_tls_setup *s, const char *dir, char *err, size_t errlen);
+
+/* Hand the CA and the secrets to the gateway (they must outlive it). */
+int sl_tls_apply(struct sl_tls_setup *s, struct sl_gw *gw, const char *upstream_ca, char *err,
+		 size_t errlen);
+
+/* May the gateway take this new policy (a reload)? Only if every secret it
+ * names was loaded at start, from the same place: a reload cannot read new
+ * secrets (the files may no longer be readable, and the agent must not be
+ * able to widen what it reaches by editing a file sluice rereads). */
+bool sl_tls_covers(const struct sl_tls_setup *s, const struct sl_policy *p, char *err,
+		   size_t errlen);
+
+/* Does any rule of p need inspection? The first one's line, else 0. */
+unsigned sl_tls_first_inspected(const struct sl_policy *p);
+
+/* Wipe the secrets, free the CA, remove the bundle we wrote. Call it only
+ * once the gateway is gone. */
+void sl_tls_setup_done(struct sl_tls_setup *s);
