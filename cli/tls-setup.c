@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,10 @@ int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t
 	size_t i;
 	int r;
 
+	/* Secrets and (next) the CA's key live in this process: no core
+	 * dump of it, and no ptrace by anyone but root. The command we start
+	 * gets its own setting back when it executes. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (p->n_secrets > SL_SCRUB_MAX_SECRETS) {
 		snprintf(err, errlen, "%s: %zu secrets; at most %d are supported", p->source,
 			 p->n_secrets, SL_SCRUB_MAX_SECRETS);
