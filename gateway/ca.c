@@ -77,7 +77,6 @@ struct sl_ca {
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIGNUM *, BN_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509_EXTENSION *, X509_EXTENSION_free)
@@ -159,15 +158,19 @@ static int make_root(struct sl_ca *ca, const char *name, char *err, size_t errle
 	char cn[CN_MAX + 1];
 	time_t now = time(NULL);
 
-	if (name) {
-		size_t n = (size_t)snprintf(cn, sizeof(cn), "sluice sandbox CA %s", name);
+	if (name && (size_t)snprintf(cn, sizeof(cn), "sluice sandbox CA %s", name) >= sizeof(cn)) {
+		/* Cut off a UTF-8 character the 64 bytes split, or the name
+		 * would not encode: back to its lead byte, then drop that too
+		 * if the sequence it starts is short. */
+		size_t i = CN_MAX;
+		unsigned char c;
 
-		/* Cut a long name where a UTF-8 character starts, not inside
-		 * one, or the name would not encode. */
-		if (n >= sizeof(cn))
-			for (n = sizeof(cn) - 1; n > 0 && ((unsigned char)cn[n] & 0xc0) == 0x80;)
-				cn[--n] = '\0';
-	} else
+		while (i > 0 && ((unsigned char)cn[i - 1] & 0xc0) == 0x80)
+			i--;
+		c = i > 0 ? (unsigned char)cn[i - 1] : 0;
+		if (c >= 0xc0 && CN_MAX - (i - 1) < (c >= 0xf0 ? 4u : c >= 0xe0 ? 3u : 2u))
+			cn[i - 1] = '\0';
+	} else if (!name)
 		snprintf(cn, sizeof(cn), "sluice CA");
 	ca->key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	if (!ca->key)
@@ -562,6 +565,8 @@ int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const cha
 			      err, errlen);
 		if (r < 0 && r != -ENOENT)
 			return r;
+		if (r == -ENOENT && err && errlen)
+			err[0] = '\0'; /* no roots is not an error: the CA alone */
 		iov[0] = (struct iovec){roots, len};
 	}
 	r = roots ? write_replace(path, iov, 3, err, errlen)

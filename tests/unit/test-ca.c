@@ -354,6 +354,42 @@ static void test_bad_host(void **state)
 	sl_ca_free(NULL);
 }
 
+/* The CA's name: none, and one too long for the CN whose cut falls inside
+ * a UTF-8 character (the CN must still be valid UTF-8, so it is shorter). */
+static void test_ca_name(void **state)
+{
+	char name[128] = "x", cn[128], err[256];
+	struct sl_ca *ca = NULL;
+	X509 *root;
+	size_t i;
+
+	(void)state;
+	if (sl_ca_new(NULL, 1, &ca, err, sizeof(err)) < 0)
+		fail_msg("no name: %s", err);
+	root = cert_from_pem(sl_ca_cert_pem(ca));
+	assert_true(X509_NAME_get_text_by_NID(X509_get_subject_name(root), NID_commonName, cn,
+					      sizeof(cn)) > 0);
+	assert_string_equal(cn, "sluice CA");
+	assert_true(X509_NAME_get_text_by_NID(X509_get_subject_name(root), NID_organizationName, cn,
+					      sizeof(cn)) > 0);
+	assert_string_equal(cn, "sluice");
+	X509_free(root);
+	sl_ca_free(ca);
+
+	for (i = 0; i < 30; i++)
+		strcat(name, "\xc3\xa9"); /* e-acute */
+	/* "sluice sandbox CA x" is 19 bytes; 22 e-acutes fit, the 23rd is split. */
+	if (sl_ca_new(name, 1, &ca, err, sizeof(err)) < 0)
+		fail_msg("long UTF-8 name: %s", err);
+	root = cert_from_pem(sl_ca_cert_pem(ca));
+	assert_int_equal(
+	    X509_NAME_get_text_by_NID(X509_get_subject_name(root), NID_commonName, cn, sizeof(cn)),
+	    19 + 44);
+	assert_memory_equal(cn, "sluice sandbox CA x\xc3\xa9", 21);
+	X509_free(root);
+	sl_ca_free(ca);
+}
+
 /* The directory's files, by name. */
 static const char *in_dir(const char *d, const char *name)
 {
@@ -660,6 +696,7 @@ static void test_bundle(void **state)
 	free(text);
 	snprintf(roots, sizeof(roots), "%s/no-such-roots.crt", dir);
 	assert_int_equal(sl_ca_write_bundle(ca, roots, bundle, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
 	text = slurp(bundle);
 	assert_string_equal(text, sl_ca_cert_pem(ca));
 	free(text);
@@ -678,6 +715,7 @@ int main(void)
 	    cmocka_unit_test(test_other_ca_rejects),
 	    cmocka_unit_test(test_handshake),
 	    cmocka_unit_test(test_cache),
+	    cmocka_unit_test(test_ca_name),
 	    cmocka_unit_test(test_bad_host),
 	    cmocka_unit_test(test_dir_create_reload),
 	    cmocka_unit_test(test_dir_refusals),
