@@ -315,6 +315,57 @@ if kill -0 "$gw_pid" 2>/dev/null; then notok "SIGTERM stops the gateway"; else o
 wait "$gw_pid"
 check "... cleanly, exit status 0 (and no leak under ASan)" "0" "$?"
 gw_pid=
+
+# ---- TLS inspection in the standalone gateway: its CA kept in --ca-dir ----
+mkdir -m 700 "$T/ca"
+cat >"$T/inspect.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    methods: [GET]
+    paths: ["/ok/*"]
+P
+GW2=203.0.113.1:3130
+world_host_bg "$SLUICE" gateway --policy "$T/inspect.yaml" --listen $GW2 \
+	--resolver "$WORLD_NET_ADDR:53" --audit "$T/audit2.log" --sandbox test2 \
+	--ca-dir "$T/ca" --upstream-ca "$T/cert.pem" >>"$T/gw2.log" 2>&1
+gw_pid=$!
+for _ in $(seq 50); do
+	world_host "$PY" -c "import socket; socket.create_connection(('203.0.113.1', 3130), 1)" \
+		2>/dev/null && break
+	sleep 0.1
+done
+check "--ca-dir keeps the CA's key readable by its owner only" "600" "$(stat -c %a "$T/ca/ca.key")"
+icode() {
+	world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://$GW2" "$@" 2>/dev/null
+}
+check "an inspected GET on a path the rule names goes through" "200" \
+	"$(icode --cacert "$T/ca/ca.crt" https://allowed.test/ok/x)"
+sleep 0.2
+check_has "... audited as inspected, with its path" \
+	'"method":"GET","host":"allowed.test","port":443,"path":"/ok/x","status":200,"decision":"allow"' \
+	"$(tail -n 1 "$T/audit2.log")"
+check_has "... and tls inspect" '"tls":"inspect"' "$(tail -n 1 "$T/audit2.log")"
+n_origin=$(wc -l <"$T/origin.log")
+check "a path the rule does not name gets 403 inside the tunnel" "403" \
+	"$(icode --cacert "$T/ca/ca.crt" https://allowed.test/no)"
+check "a method the rule does not name gets 403 inside the tunnel" "403" \
+	"$(icode --cacert "$T/ca/ca.crt" -X DELETE https://allowed.test/ok/x)"
+check "neither reached the origin" "$n_origin" "$(wc -l <"$T/origin.log")"
+check "a client that does not trust the CA gets no answer" "000" "$(icode https://allowed.test/ok/y)"
+sleep 0.3
+check_has "... and the refusal is audited" '"reason":"client-tls-failed"' "$(cat "$T/audit2.log")"
+kill -TERM "$gw_pid"
+wait "$gw_pid"
+check "... the inspecting gateway stops cleanly (no leak under ASan)" "0" "$?"
+gw_pid=
+chmod 640 "$T/ca/ca.key"
+out=$(world_host "$SLUICE" gateway --policy "$T/inspect.yaml" --listen 203.0.113.1:3131 \
+	--ca-dir "$T/ca" 2>&1)
+rc=$?
+check "a CA key that its group can read is refused, naming the file (exit $rc: $out)" "yes" \
+	"$([ $rc != 0 ] && echo "$out" | grep -q 'ca/ca.key: readable by group' && echo yes)"
+
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
 
 finish
