@@ -9,8 +9,8 @@
  * names itself and refusing private addresses. With --dns it also answers
  * DNS for the names the policy allows (NXDOMAIN for every other name).
  * Hosts whose rules name methods, paths or a credential are inspected with
- * the CA kept in --ca-dir (its clients must trust DIR/ca.crt); a policy
- * that needs inspection without --ca-dir is refused at start.
+ * the CA kept in --ca-dir (its clients must trust DIR/ca.crt); without it,
+ * TLS to those hosts is refused (and a warning says so at start).
  * SIGHUP reloads the policy (a policy that fails to load leaves the running
  * one in force), SIGUSR1 reopens the audit log, SIGINT and SIGTERM stop it.
  */
@@ -269,6 +269,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		r = sl_audit_open(audit_path, &g.audit);
 		if (r < 0) {
 			fprintf(stderr, "sluice gateway: --audit '%s': %s\n", audit_path, strerror(-r));
+			sl_tls_setup_done(&g.tls);
 			sl_policy_free(policy);
 			return SL_EXIT_FAILURE;
 		}

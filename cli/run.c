@@ -55,6 +55,34 @@ struct run {
 /* What an SDK that insists on a key is given instead of the real one. */
 #define PLACEHOLDER "sluice-placeholder-the-gateway-injects-the-key"
 
+/* A variable that holds a secret's value never reaches the sandbox,
+ * whatever its name (the policy may read the key from a file while the
+ * same key also sits in sluice's environment). */
+static void env_drop_secret_values(struct run *r)
+{
+	size_t i, j, k;
+
+	for (i = 0, k = 0; r->env[i]; i++) {
+		const char *eq = strchr(r->env[i], '=');
+		bool holds = false;
+
+		for (j = 0; eq && j < r->tls.n_secrets && !holds; j++)
+			holds = memmem(eq + 1, strlen(eq + 1), r->tls.secrets[j].v->value,
+				       r->tls.secrets[j].v->len) != NULL;
+		if (holds) {
+			fprintf(stderr,
+				"sluice run: %.*s holds the value of secret '%s': not passed to "
+				"the command\n",
+				(int)(eq - r->env[i]), r->env[i], r->tls.secrets[j - 1].name);
+			explicit_bzero(r->env[i], strlen(r->env[i]));
+			free(r->env[i]);
+			continue;
+		}
+		r->env[k++] = r->env[i];
+	}
+	r->env[k] = NULL;
+}
+
 /* The sandbox trusts its CA (the bundle holds the system's roots too) and
  * gets a placeholder where the policy names one. */
 static int env_tls(struct run *r, const struct sl_policy *p)
@@ -180,8 +208,10 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox),
 				 SL_SERVE_PORT_PROXY, &r->user, (const char *const *)r->env_drop,
 				 &r->env);
-	if (ret == 0)
+	if (ret == 0) {
+		env_drop_secret_values(r);
 		ret = env_tls(r, r->policy);
+	}
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;

@@ -1161,7 +1161,7 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			       const struct sl_inject *inj, const struct sl_secret_value *v)
 {
 	size_t cap = r->head_len + 128 + (inj ? strlen(inj->header) + strlen(inj->prefix) + v->len : 0);
-	const char *eol = memchr(r->method.p, '\n', r->head_len);
+	const char *eol = memchr(r->method.p, '\n', r->head_len - (size_t)(r->method.p - in->cbuf));
 	char *out;
 	size_t len, i;
 
@@ -1230,6 +1230,8 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 
 	c->tunnel = false;
 	c->parsed = true;
+	/* Until this request is decided, no rule speaks for it. */
+	c->dec.rule = NULL;
 	c->start_wall_ms = sl_audit_now_ms();
 	c->start_loop_ms = uv_now(c->gw->loop);
 	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
@@ -1539,6 +1541,13 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		free(buf->base);
 		in->client_eof = true;
 		uv_read_stop(s);
+		if (in->st == I_HANDSHAKE) {
+			/* Some clients that do not trust the CA just hang up. */
+			c->refused = true;
+			c->reason = "client-tls-failed";
+			conn_close(c);
+			return;
+		}
 		/* Between requests, or before any: just close. Mid-exchange
 		 * the response may still go out (end_exchange closes). */
 		if (in->st != I_EXCHANGE && in->st != I_UPSTREAM)
@@ -1609,11 +1618,15 @@ void conn_inspect_start(struct conn *c)
 	free(c->buf);
 	c->buf = NULL;
 	c->len = 0;
-	c->parsed = false;
 	c->state = ST_INSPECT;
 	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
 	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, client_read);
 	drive_client(in);
+}
+
+bool conn_inspect_handshaking(const struct conn *c)
+{
+	return c->insp && c->insp->st == I_HANDSHAKE;
 }
 
 void conn_inspect_written(struct conn *c)
