@@ -386,6 +386,8 @@ static int resp_headers_complete(llhttp_t *p)
 	rc->r->self_delimited = no_body || !llhttp_message_needs_eof(p);
 	rc->r->chunked = !no_body && (p->flags & F_CHUNKED);
 	rc->r->no_body = no_body;
+	/* HTTP/1.1 without "Connection: close", framed by itself. */
+	rc->hdr.req->keep_alive = llhttp_should_keep_alive(p);
 	/* 1: this message has no body, whatever its headers say. */
 	return no_body ? 1 : 0;
 }
