@@ -93,7 +93,8 @@ struct up {
 	BIO *rb, *wb; /* network side: rb takes what arrives, wb holds what to send */
 	bool ready;   /* handshake done */
 	bool paused;
-	bool eof; /* the origin closed its side */
+	bool eof;    /* the origin closed its side */
+	bool failed; /* TLS failed: its session is not to be resumed */
 	char host[SL_HOST_BUF];
 	enum sl_host_kind kind;
 	uint16_t port;
@@ -784,6 +785,7 @@ static void drive_upstream(struct insp *in)
 			upstream_eof(in);
 			return;
 		}
+		up->failed = true;
 		c->reason = "upstream-tls-failed";
 		conn_close(c);
 		return;
@@ -827,6 +829,11 @@ static void up_close(struct up *up)
 	if (up->closing)
 		return;
 	up->closing = true;
+	/* A connection that ends without our close_notify marks its session
+	 * "bad" when freed, and the next connection would not resume it. A
+	 * healthy one says goodbye (a failed one keeps that mark). */
+	if (up->ssl && up->ready && !up->failed)
+		(void)SSL_shutdown(up->ssl);
 	sl_gw_resolve_cancel(up->rreq);
 	up->rreq = NULL;
 	pool_unlink(up);
