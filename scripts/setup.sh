@@ -3,9 +3,11 @@
 #
 #   scripts/setup.sh          what building and the demo need
 #   scripts/setup.sh --demo   that, plus what the live demo runs
-#   scripts/setup.sh --test   that, plus the compilers and peers the tests use
+#   scripts/setup.sh --test   that, plus the compilers and peers the tests use,
+#                             and the Node SDKs of tests/integration/node (npm ci,
+#                             when its node_modules is missing or older than its lock)
 #
-# Needs root (or sudo) only when something is missing.
+# Needs root (or sudo) only when a package is missing.
 set -euo pipefail
 
 build_pkgs=(
@@ -18,7 +20,7 @@ demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux)
 test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3
 	iproute2 nftables util-linux bubblewrap procps
-	curl dnsmasq-base openssl ca-certificates bind9-dnsutils
+	curl dnsmasq-base openssl ca-certificates bind9-dnsutils nodejs
 )
 
 pkgs=("${build_pkgs[@]}")
@@ -38,19 +40,43 @@ for p in "${pkgs[@]}"; do
 		missing+=("$p")
 	fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "setup: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null; then
-		SUDO=sudo
-	else
-		echo "setup: these packages are missing and I am not root: ${missing[*]}" >&2
-		exit 1
+# apt-get install, as root or through sudo.
+apt_install() {
+	local sudo=
+	echo "setup: installing $*"
+	if [ "$(id -u)" -ne 0 ]; then
+		if command -v sudo >/dev/null; then
+			sudo=sudo
+		else
+			echo "setup: these packages are missing and I am not root: $*" >&2
+			exit 1
+		fi
 	fi
-else
-	SUDO=
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+[ "${1:-}" = --test ] || exit 0
+
+# The openai and Anthropic SDKs that tests/integration/test-inspect.sh runs
+# inside the sandbox, at the versions its package-lock.json pins. Node.js
+# from elsewhere (NodeSource's package, say) brings its own npm; Debian's
+# nodejs does not.
+command -v npm >/dev/null || apt_install npm
+node_dir=$(cd "$(dirname "$0")/.." && pwd)/tests/integration/node
+stamp=$node_dir/node_modules/.package-lock.json # npm writes it at every install
+if [ ! -e "$stamp" ] || [ "$node_dir/package-lock.json" -nt "$stamp" ] ||
+	[ "$node_dir/package.json" -nt "$stamp" ]; then
+	echo "setup: npm ci in tests/integration/node"
+	if (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		# The sandbox's user (not root) runs them.
+		chmod -R a+rX "$node_dir/node_modules"
+	else
+		# Not fatal: every other test can still run; test-inspect.sh
+		# says what is missing.
+		echo "setup: npm ci failed in $node_dir: test-inspect.sh will fail" >&2
+	fi
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
