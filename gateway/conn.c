@@ -537,6 +537,9 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	}
 	c->upstream.data = c;
 	c->upstream_open = true;
+	/* Relayed writes go out as they come: a request head and its body
+	 * in two writes must not wait out the origin's delayed ACK. */
+	uv_tcp_nodelay(&c->upstream, 1);
 	c->open_handles++;
 	c->connect_req.data = c;
 	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);

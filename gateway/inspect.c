@@ -614,7 +614,10 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 	c->status = status;
 	in->resp_started = true;
 	in->resp_ka = in->resp.self_delimited && h->keep_alive;
-	if (!in->client_ka || !in->resp_ka || in->client_eof)
+	/* An origin that answers before the request's body is all here
+	 * leaves the rest of the body unread: this connection cannot carry
+	 * another request, and the client must be told so now. */
+	if (!in->client_ka || !in->resp_ka || in->client_eof || !in->body_done)
 		in->close_after = true;
 	if (send_response_head(in, in->rbuf, h) < 0)
 		return -EIO;
