@@ -66,6 +66,8 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 		memcpy(p, sec->value, sec->len);
 		s->secret[i] = p;
 		s->len[i] = sec->len;
+		if (!s->first[p[0]])
+			s->first_bytes[s->n_first++] = p[0];
 		s->first[p[0]] |= (uint8_t)(1u << i);
 		p += sec->len;
 	}
@@ -90,6 +92,22 @@ static size_t match_at(const struct sl_scrub *s, size_t p)
 			return s->len[i];
 	}
 	return 0;
+}
+
+/* The first position from p on where some secret could start (the fill if
+ * none): memchr per distinct first byte, so that ordinary text is skipped
+ * at memchr's speed rather than a byte at a time. */
+static size_t next_candidate(const struct sl_scrub *s, size_t p)
+{
+	size_t best = s->fill, i;
+
+	for (i = 0; i < s->n_first && p < best; i++) {
+		const unsigned char *q = memchr(s->buf + p, s->first_bytes[i], best - p);
+
+		if (q)
+			best = (size_t)(q - s->buf);
+	}
+	return best;
 }
 
 /* At p, in the undecided tail: could a secret that starts here still be
@@ -159,6 +177,11 @@ static int drain(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *use
 		end = 0;
 
 	while (p < s->fill) {
+		/* No secret starts here: decided, wherever p is. */
+		if (!s->first[s->buf[p]]) {
+			p = next_candidate(s, p);
+			continue;
+		}
 		/* Past `end`, a position is decided too unless a secret could
 		 * still begin there: a stream that pauses on bytes no secret
 		 * starts with (an event's "\n\n") is passed on whole. */
