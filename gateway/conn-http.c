@@ -94,7 +94,9 @@ static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl
 static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
 {
 	const char *eol = memchr(head, '\r', h->head_len);
-	size_t cap = h->head_len + 64, len, i;
+	/* Each header written takes at most 2 bytes more than it did (an
+	 * origin may send "Name:v\n"), then our Connection line. */
+	size_t cap = h->head_len + 2 * h->n_headers + 64, len, i;
 	char *out;
 
 	if (!eol)
@@ -244,7 +246,9 @@ bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_
 static int build_forward_head(struct conn *c, const struct sl_http_request *r, char **ret,
 			      size_t *ret_len)
 {
-	size_t cap = r->head_len + 256, len = 0, i;
+	/* Each header kept takes at most 2 bytes more than it did ("Name:v\n"
+	 * becomes "Name: v\r\n"); the request line and Host are bounded. */
+	size_t cap = r->head_len + 2 * r->n_headers + 256, len = 0, i;
 	char *out = malloc(cap);
 	int n;
 

@@ -500,7 +500,9 @@ static int send_response_head(struct insp *in, const char *head, const struct sl
 {
 	const char *eol = memchr(head, '\n', h->head_len);
 	bool upgrade = in->resp.status == 101;
-	size_t cap = h->head_len + 64, len, i;
+	/* Each header we write takes at most 2 bytes more than it did
+	 * ("Name:v\n" becomes "Name: v\r\n"), then our Connection line. */
+	size_t cap = h->head_len + 2 * h->n_headers + 64, len, i;
 	char *out;
 	int r;
 
@@ -1170,7 +1172,10 @@ static void up_ready(struct insp *in)
 static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			       const struct sl_inject *inj, const struct sl_secret_value *v)
 {
-	size_t cap = r->head_len + 128 + (inj ? strlen(inj->header) + strlen(inj->prefix) + v->len : 0);
+	/* Each header kept takes at most 2 bytes more than it did ("Name:v\n"
+	 * becomes "Name: v\r\n"); then the lines we add. */
+	size_t cap = r->head_len + 2 * r->n_headers + 128 +
+		     (inj ? strlen(inj->header) + strlen(inj->prefix) + v->len + 4 : 0);
 	const char *eol = memchr(r->method.p, '\n', r->head_len - (size_t)(r->method.p - in->cbuf));
 	char *out;
 	size_t len, i;

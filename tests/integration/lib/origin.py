@@ -202,6 +202,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.anthropic()
         if u.path in ("/echo-headers", "/echo-headers-chunked"):
             return self.echo_headers(u.path.endswith("-chunked"))
+        if u.path == "/compact-headers":
+            # 120 headers written as tightly as HTTP allows ("Name:v"), so a
+            # gateway that rewrites them ("Name: v") needs more room than
+            # the head it read.
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n" +
+                             b"".join(b"X-%d:v\r\n" % i for i in range(120)) +
+                             b"Content-Length: 8\r\n\r\ncompact\n")
+            return
         if u.path == "/close":
             # Answers, then closes the connection: the next request needs
             # a new one (and may resume the TLS session).
