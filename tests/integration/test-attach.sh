@@ -57,6 +57,10 @@ version: 1
 allow:
   - host: allowed.test
     ports: [80]
+  - host: allowed.test
+    ports: [443]
+    methods: [GET]
+    paths: ["/inspected/*"]
 P
 
 cat >"$T/probe.py" <<'PY'
@@ -227,7 +231,7 @@ attach_one() { # attach_one NAME PID TARGET-ARGS...
 	before=$(state "$pid")
 	rm -f "$T/attach-$name.err"
 	world_host_bg "$SLUICE" attach "$@" --policy "$T/policy.yaml" --resolver "$N:53" \
-		--audit "$T/audit-$name.log" 2>"$T/attach-$name.err"
+		--upstream-ca "$T/cert.pem" --audit "$T/audit-$name.log" 2>"$T/attach-$name.err"
 	spid=$!
 	extra_pids+=("$spid")
 	for i in $(seq 100); do
@@ -259,6 +263,15 @@ attach_one() { # attach_one NAME PID TARGET-ARGS...
 		http://allowed.test/)
 	check "$name: a connection that ignores the proxy is captured and served ($out)" \
 		[ "$out" = 200 ]
+	# Inspected: the container trusts the CA bundle attach names.
+	bundle=$(sed -n 's/.*must trust: \([^ ]*\) .*/\1/p' "$T/attach-$name.err")
+	out=$(inside "$pid" curl -s -m 5 -o /dev/null -w '%{http_code}' --cacert "$bundle" \
+		-x "http://$gw:3128" https://allowed.test/inspected/x)
+	check "$name: an inspected request the rule allows, with the CA attach names ($out)" \
+		[ "$out" = 200 ]
+	out=$(inside "$pid" curl -s -m 5 -o /dev/null -w '%{http_code}' --cacert "$bundle" \
+		-x "http://$gw:3128" https://allowed.test/elsewhere)
+	check "$name: ... and one it does not: 403 inside the tunnel ($out)" [ "$out" = 403 ]
 	out=$(probe "$pid" dns 198.51.100.1 allowed.test 2>&1)
 	check "$name: DNS to the container's own resolver is answered by the gateway ($out)" \
 		sh -c "echo '$out' | grep -q 'answered: $N'"
