@@ -221,7 +221,12 @@ bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_
 	for (i = 0; i < ELEMENTSOF(always); i++)
 		if (sl_http_span_caseeq(name, always[i]))
 			return true;
-	/* Headers the client listed in Connection are hop-by-hop too. */
+	/* Headers the client listed in Connection are hop-by-hop too; never
+	 * those that frame or route a message (a request naming them is
+	 * refused; a response is framed as its origin framed it). */
+	if (sl_http_span_caseeq(name, "content-length") ||
+	    sl_http_span_caseeq(name, "transfer-encoding") || sl_http_span_caseeq(name, "host"))
+		return false;
 	conn_hdr = sl_http_header(r, "connection", NULL);
 	if (conn_hdr) {
 		const char *p = conn_hdr->p, *end = conn_hdr->p + conn_hdr->len;

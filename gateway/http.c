@@ -158,6 +158,35 @@ static int check_framing(struct sl_http_request *r, int *ret_status, const char 
 		}
 	}
 
+	/* A header the Connection header names is dropped by the next hop:
+	 * naming one that frames or routes the request (Content-Length,
+	 * Transfer-Encoding, Host) would have us and the origin read the
+	 * message differently (request smuggling). */
+	for (i = 0; i < r->n_headers; i++) {
+		const char *p, *end;
+
+		if (!sl_http_span_caseeq(&r->headers[i].name, "connection"))
+			continue;
+		p = r->headers[i].value.p;
+		end = p + r->headers[i].value.len;
+		while (p < end) {
+			struct sl_http_span t;
+
+			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			t.p = p;
+			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+				p++;
+			t.len = (size_t)(p - t.p);
+			if (sl_http_span_caseeq(&t, "content-length") ||
+			    sl_http_span_caseeq(&t, "transfer-encoding") ||
+			    sl_http_span_caseeq(&t, "host"))
+				return refuse(400, "the Connection header names a header that frames "
+						   "or routes the request",
+					      ret_status, ret_why);
+		}
+	}
+
 	(void)sl_http_header(r, "host", &n_host);
 	if (n_host > 1)
 		return refuse(400, "more than one Host header", ret_status, ret_why);
