@@ -142,6 +142,7 @@ bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_
  * close: conn_close() is under way. free: conn_free() is. */
 void conn_inspect_start(struct conn *c);
 void conn_inspect_written(struct conn *c);
-bool conn_inspect_handshaking(const struct conn *c);
+/* The connection's timer fired while inspect.c had it. */
+void conn_inspect_timer(struct conn *c);
 void conn_inspect_close(struct conn *c);
 void conn_inspect_free(struct conn *c);

@@ -273,18 +273,7 @@ static void timer_fired(uv_timer_t *t)
 		conn_respond_error(c, 504, "connect-timeout", "timed out connecting upstream");
 		break;
 	case ST_INSPECT:
-		/* A TLS handshake that never finished; a connection on which
-		 * no request came; or quiet mid-request. Quiet between
-		 * requests says nothing (those were audited). */
-		if (conn_inspect_handshaking(c)) {
-			c->refused = true;
-			c->reason = "tls-timeout";
-		} else if (!c->n_exchanges && c->tunnel) {
-			c->reason = "no-request";
-		} else if (c->parsed) {
-			c->reason = "idle-timeout";
-		}
-		conn_close(c);
+		conn_inspect_timer(c);
 		break;
 	case ST_PEEK:
 	case ST_RELAY:

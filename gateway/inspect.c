@@ -109,6 +109,7 @@ struct insp {
 	char host[SL_HOST_BUF]; /* what the connection was decided for */
 	enum sl_host_kind kind;
 	bool in_drive, redrive;
+	bool head_started; /* the request head's deadline is running */
 
 	/* Plaintext from the client not consumed yet: a head, a body's
 	 * bytes, the next (pipelined) request. */
@@ -1174,7 +1175,7 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 {
 	/* Each header kept takes at most 2 bytes more than it did ("Name:v\n"
 	 * becomes "Name: v\r\n"); then the lines we add. */
-	size_t cap = r->head_len + 2 * r->n_headers + 128 +
+	size_t cap = r->head_len + 2 * r->n_headers + 128 + SL_HOST_BUF + 16 +
 		     (inj ? strlen(inj->header) + strlen(inj->prefix) + v->len + 4 : 0);
 	const char *eol = memchr(r->method.p, '\n', r->head_len - (size_t)(r->method.p - in->cbuf));
 	char *out;
@@ -1187,6 +1188,14 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 		return -ENOMEM;
 	len = (size_t)(eol + 1 - r->method.p);
 	memcpy(out, r->method.p, len);
+	if (in->kind == SL_HOST_IPV6)
+		len += (size_t)sprintf(out + len, "Host: [%s]", in->host);
+	else
+		len += (size_t)sprintf(out + len, "Host: %s", in->host);
+	if (in->c->port != 443)
+		len += (size_t)sprintf(out + len, ":%u", in->c->port);
+	memcpy(out + len, "\r\n", 2);
+	len += 2;
 	for (i = 0; i < r->n_headers; i++) {
 		const struct sl_http_header *h = &r->headers[i];
 
@@ -1196,6 +1205,9 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 		if (conn_http_hop_by_hop(r, &h->name))
 			continue;
 		if (inj && sl_http_span_caseeq(&h->name, inj->header))
+			continue;
+		/* Ours, in the one spelling the decision was made for. */
+		if (sl_http_span_caseeq(&h->name, "host"))
 			continue;
 		if (in->scrub_on && sl_http_span_caseeq(&h->name, "accept-encoding"))
 			continue;
@@ -1228,6 +1240,22 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 	in->uhead = out;
 	in->uhead_len = len;
 	return 0;
+}
+
+/* Any header that asks the origin to run another method than the
+ * request line's (however many of them). */
+static bool has_method_override(const struct sl_http_request *r)
+{
+	static const char *const names[] = {"x-http-method-override", "x-http-method",
+					    "x-method-override"};
+	size_t i, n;
+
+	for (i = 0; i < ELEMENTSOF(names); i++) {
+		(void)sl_http_header(r, names[i], &n);
+		if (n)
+			return true;
+	}
+	return false;
 }
 
 static void begin_exchange(struct insp *in, const struct sl_http_request *r)
@@ -1299,6 +1327,13 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 		}
 		c->credential = name;
 	}
+	if (c->dec.rule && c->dec.rule->methods && has_method_override(r)) {
+		/* Many origins run the method such a header names: the rule's
+		 * methods would not hold. */
+		respond(in, 400, "method-override",
+			"a method-override header is refused where a rule names methods");
+		return;
+	}
 	in->head_req = sl_http_span_eq(&r->method, "HEAD");
 	up_hdr = sl_http_header(r, "upgrade", NULL);
 	in->ws_req = up_hdr && sl_http_span_caseeq(up_hdr, "websocket") &&
@@ -1319,6 +1354,8 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 	}
 	memmove(in->cbuf, in->cbuf + r->head_len, in->clen - r->head_len);
 	in->clen -= r->head_len;
+	in->head_started = false;
+	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
 	in->st = I_UPSTREAM;
 	get_upstream(in);
 }
@@ -1408,6 +1445,12 @@ static void process_client(struct insp *in)
 
 		if (!in->clen)
 			return;
+		/* A head has begun: it has the head's deadline, which bytes
+		 * trickling in do not push back (slowloris). */
+		if (!in->head_started) {
+			in->head_started = true;
+			conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+		}
 		k = sl_http_parse_request(in->cbuf, in->clen, c->gw->cfg.max_header_bytes, &r,
 					  &status, &why);
 		if (k == 0)
@@ -1571,7 +1614,7 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	BIO_write(in->rb, buf->base, (int)nread);
 	free(buf->base);
-	if (in->st != I_HANDSHAKE)
+	if (in->st != I_HANDSHAKE && !(in->st == I_HEAD && in->head_started))
 		conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
 	drive_client(in);
 }
@@ -1639,9 +1682,25 @@ void conn_inspect_start(struct conn *c)
 	drive_client(in);
 }
 
-bool conn_inspect_handshaking(const struct conn *c)
+void conn_inspect_timer(struct conn *c)
 {
-	return c->insp && c->insp->st == I_HANDSHAKE;
+	struct insp *in = c->insp;
+
+	if (in && in->st == I_HANDSHAKE) {
+		c->refused = true;
+		c->reason = "tls-timeout";
+	} else if (in && in->st == I_HEAD && in->head_started) {
+		c->tunnel = false;
+		c->parsed = false;
+		respond(in, 408, "header-timeout", "timed out waiting for the request head");
+		return;
+	} else if (!c->n_exchanges && c->tunnel) {
+		c->reason = "no-request";
+	} else if (c->parsed) {
+		c->reason = "idle-timeout";
+	}
+	/* Quiet between requests says nothing: those were audited. */
+	conn_close(c);
 }
 
 void conn_inspect_written(struct conn *c)
