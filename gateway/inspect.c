@@ -1325,7 +1325,6 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 			respond(in, 502, "credential-unavailable", msg);
 			return;
 		}
-		c->credential = name;
 	}
 	if (c->dec.rule && c->dec.rule->methods && has_method_override(r)) {
 		/* Many origins run the method such a header names: the rule's
@@ -1356,6 +1355,9 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 	in->clen -= r->head_len;
 	in->head_started = false;
 	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
+	/* The audit names the secret only once it goes with the request. */
+	if (inj)
+		c->credential = c->pol->p->secrets[inj->secret].name;
 	in->st = I_UPSTREAM;
 	get_upstream(in);
 }

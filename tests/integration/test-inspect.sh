@@ -407,6 +407,24 @@ check "the audit log holds records with tls inspect and credentials, and no key"
 check_nokey "the origin's log holds no key" "$(cat "$T/origin.log")"
 check_nokey "nothing the sandbox printed held a key" "$all_out"
 
+# ---- a secret from sluice's own environment ----
+# The key is in sluice's environment (root's: the sandbox's user cannot
+# read it there), injected as from a file, and absent from the command's.
+sed "s|openai: { file: $T/secrets/openai.key }|openai: { env: SLUICE_TEST_OPENAI }|" \
+	"$T/policy.yaml" >"$T/env.yaml"
+chmod 644 "$T/env.yaml"
+n_real=$(grep -c '^GET /echo-headers?from-env host=api.openai.com auth=real$' "$T/origin.log")
+out=$(SLUICE_TEST_OPENAI=$openai_key world_host "$SLUICE" run --policy "$T/env.yaml" \
+	--resolver "$N:53" --upstream-ca "$T/cert.pem" -- sh -c \
+	'curl -sS -m 10 -o /dev/null -w "%{http_code}\n" https://api.openai.com/echo-headers?from-env
+	printenv SLUICE_TEST_OPENAI || echo "not in the environment"' 2>&1)
+check "an { env: NAME } secret is injected, and NAME is not in the command's environment" \
+	"200
+not in the environment" "$out"
+check "... the origin got the real key" "$((n_real + 1))" \
+	"$(grep -c '^GET /echo-headers?from-env host=api.openai.com auth=real$' "$T/origin.log")"
+check_nokey "... and nothing the sandbox printed held it" "$out"
+
 # ---- a secret file others can read stops sluice before the command ----
 for mode in 644 640; do
 	loose=$T/loose-$mode.key
