@@ -1334,6 +1334,13 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 		return;
 	}
 	in->head_req = sl_http_span_eq(&r->method, "HEAD");
+	if ((in->head_req || sl_http_span_eq(&r->method, "GET")) &&
+	    (r->chunked || (r->has_length && r->content_length > 0))) {
+		/* Some origins read no body after a GET: its bytes would be
+		 * a request nobody decided, on a connection we keep. */
+		respond(in, 400, "bad-request", "a GET or HEAD request with a body");
+		return;
+	}
 	up_hdr = sl_http_header(r, "upgrade", NULL);
 	in->ws_req = up_hdr && sl_http_span_caseeq(up_hdr, "websocket") &&
 		     sl_http_span_eq(&r->method, "GET") && header_has_token(r, "connection", "upgrade");
