@@ -60,6 +60,7 @@ struct sl_gw_tls {
 	size_t n_secrets;
 	struct up *pool; /* idle upstream connections, most recent first */
 	unsigned n_pool;
+	unsigned gen; /* bumped by every flush: older connections are not pooled again */
 	unsigned n_ups; /* every struct up still allocated */
 	struct {
 		char host[SL_HOST_BUF];
@@ -98,6 +99,7 @@ struct up {
 	char host[SL_HOST_BUF];
 	enum sl_host_kind kind;
 	uint16_t port;
+	unsigned gen;
 	struct sl_gw_resolve_req *rreq;
 };
 
@@ -125,6 +127,7 @@ struct insp {
 	struct sl_http_body body;
 	bool body_done;
 	bool head_req, ws_req, client_ka;
+	bool reused; /* in->up came from the pool; uhead is kept for a retry */
 
 	/* Its response. */
 	struct sl_http_response resp;
@@ -140,6 +143,18 @@ static void drive_client(struct insp *in);
 static void drive_upstream(struct insp *in);
 static void up_close(struct up *up);
 static void end_exchange(struct insp *in, bool reusable);
+static void get_upstream(struct insp *in, bool fresh);
+
+/* The upstream head holds the secret: wiped once it is no longer needed
+ * (sent, and no retry can need it). */
+static void wipe_uhead(struct insp *in)
+{
+	if (in->uhead) {
+		explicit_bzero(in->uhead, in->uhead_len);
+		free(in->uhead);
+		in->uhead = NULL;
+	}
+}
 
 static size_t cbuf_cap(const struct sl_gw *gw)
 {
@@ -287,6 +302,8 @@ static const struct sl_secret_value *secret_by_name(const struct sl_gw_tls *t, c
 
 void sl_gw_tls_flush_pool(struct sl_gw *gw)
 {
+	if (gw->tls)
+		gw->tls->gen++;
 	while (gw->tls && gw->tls->pool)
 		up_close(gw->tls->pool);
 }
@@ -636,6 +653,7 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 	size_t max = c->gw->cfg.max_header_bytes * 4;
 
 	c->bytes_down += n;
+	wipe_uhead(in); /* the origin answers: no retry */
 	if (in->st == I_WS) {
 		int r = in->scrub_on ? sl_scrub_feed(&in->scrub, p, n, sink_raw, in)
 				     : client_write(in, p, n);
@@ -661,11 +679,22 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 		for (unsigned round = 0; round < 16 && !in->resp_head_done; round++) {
 			struct sl_http_request h;
 			int k = sl_http_response_begin(&in->resp, in->rbuf, in->rlen, max,
-						       in->head_req, &h);
+						       in->head_req, &h), k2;
 
 			if (k == 0)
 				return;
-			if (k < 0 || response_head(in, &h) < 0) {
+			if (k < 0) {
+				respond(in, 502, "bad-response",
+					"the origin's response could not be parsed");
+				return;
+			}
+			k2 = response_head(in, &h);
+			if (k2 == -EIO) {
+				c->reason = "client-closed"; /* the origin did nothing wrong */
+				conn_close(c);
+				return;
+			}
+			if (k2 < 0) {
 				respond(in, 502, "bad-response",
 					"the origin's response could not be parsed");
 				return;
@@ -746,6 +775,16 @@ static void upstream_eof(struct insp *in)
 		SSL_shutdown(in->ssl);
 		if (client_flush(in, true) < 0)
 			conn_close(c);
+		return;
+	}
+	if (!in->resp_started && in->reused && in->uhead && !in->rlen && !c->bytes_up) {
+		/* A kept-alive connection the origin closed as we reused it:
+		 * once more, on a new one. */
+		up_close(in->up);
+		in->up = NULL;
+		in->reused = false;
+		in->st = I_UPSTREAM;
+		get_upstream(in, true);
 		return;
 	}
 	if (!in->resp_started) {
@@ -1079,8 +1118,10 @@ static void pool_put(struct up *up)
 	up->owner = NULL;
 	for (o = t->pool; o; o = o->next)
 		same += o->port == up->port && strcmp(o->host, up->host) == 0;
-	if (t->gw->shutting_down || t->n_pool >= POOL_MAX || same >= POOL_PER_HOST ||
-	    SSL_pending(up->ssl) > 0 || BIO_ctrl_pending(up->rb) > 0) {
+	/* Not from before a flush (a reload: its address was chosen under
+	 * the old policy), and within the bounds. */
+	if (t->gw->shutting_down || up->gen != t->gen || t->n_pool >= POOL_MAX ||
+	    same >= POOL_PER_HOST || SSL_pending(up->ssl) > 0 || BIO_ctrl_pending(up->rb) > 0) {
 		up_close(up);
 		return;
 	}
@@ -1098,13 +1139,14 @@ static void pool_put(struct up *up)
 	uv_timer_start(&up->timer, up_timer_fired, POOL_IDLE_MS, 0);
 }
 
-static void get_upstream(struct insp *in)
+static void get_upstream(struct insp *in, bool fresh)
 {
 	struct conn *c = in->c;
 	struct sl_gw_tls *t = c->gw->tls;
-	struct up *up = pool_take(t, in->host, c->port);
+	struct up *up = fresh ? NULL : pool_take(t, in->host, c->port);
 	int r;
 
+	in->reused = up && (in->head_req || strcmp(c->method, "GET") == 0);
 	if (up) {
 		up->owner = in;
 		in->up = up;
@@ -1117,6 +1159,7 @@ static void get_upstream(struct insp *in)
 		return;
 	}
 	up->t = t;
+	up->gen = t->gen;
 	t->n_ups++;
 	up->owner = in;
 	in->up = up;
@@ -1146,9 +1189,8 @@ static void up_ready(struct insp *in)
 	int r;
 
 	r = up_write(up, in->uhead, in->uhead_len);
-	explicit_bzero(in->uhead, in->uhead_len);
-	free(in->uhead);
-	in->uhead = NULL;
+	if (!in->reused)
+		wipe_uhead(in);
 	if (r < 0) {
 		respond(in, 502, "connect-failed", "cannot write to the origin");
 		return;
@@ -1273,6 +1315,8 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 
 	c->tunnel = false;
 	c->parsed = true;
+	/* The CONNECT's 200 is not this request's. */
+	c->status = 0;
 	/* Until this request is decided, no rule speaks for it. */
 	c->dec.rule = NULL;
 	c->start_wall_ms = sl_audit_now_ms();
@@ -1366,7 +1410,7 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 	if (inj)
 		c->credential = c->pol->p->secrets[inj->secret].name;
 	in->st = I_UPSTREAM;
-	get_upstream(in);
+	get_upstream(in, false);
 }
 
 static void forward_body(struct insp *in)
@@ -1407,6 +1451,8 @@ static void end_exchange(struct insp *in, bool reusable)
 	c->n_exchanges++;
 	c->audited = true;
 	in->up = NULL;
+	wipe_uhead(in);
+	in->reused = false;
 	if (up) {
 		if (reusable && in->resp_ka && in->st == I_EXCHANGE)
 			pool_put(up);
@@ -1567,6 +1613,9 @@ static void drive_client_once(struct insp *in)
 				if (in->st == I_HEAD && in->clen)
 					c->reason = "incomplete-request";
 				conn_close(c);
+			} else if (!in->body_done) {
+				c->reason = "incomplete-request";
+				conn_close(c);
 			}
 			return;
 		}
@@ -1616,9 +1665,14 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			return;
 		}
 		/* Between requests, or before any: just close. Mid-exchange
-		 * the response may still go out (end_exchange closes). */
-		if (in->st != I_EXCHANGE && in->st != I_UPSTREAM)
+		 * the response may still go out (end_exchange closes), unless
+		 * the body can no longer come or the client reset. */
+		if (in->st != I_EXCHANGE && in->st != I_UPSTREAM) {
 			conn_close(c);
+		} else if (!in->body_done || nread != UV_EOF) {
+			c->reason = !in->body_done ? "incomplete-request" : "client-closed";
+			conn_close(c);
+		}
 		return;
 	}
 	BIO_write(in->rb, buf->base, (int)nread);
