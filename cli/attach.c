@@ -244,11 +244,11 @@ static int setup(struct attach *a, char *err, size_t errlen)
 	r = sl_serve_rules_install(&a->serve, a->sandbox, err, errlen);
 	if (r < 0)
 		return r;
-	r = a->ca_dir ? sl_tls_open_ca_dir(&a->tls, a->ca_dir, err, errlen)
-		      : sl_tls_make_ca(&a->tls, sl_netns_sandbox_host_ifname(a->sandbox), err,
-				       errlen);
-	if (r < 0)
-		return r;
+	if (!a->ca_dir) {
+		r = sl_tls_make_ca(&a->tls, sl_netns_sandbox_host_ifname(a->sandbox), err, errlen);
+		if (r < 0)
+			return r;
+	}
 	a->serve.tls = &a->tls;
 	a->serve.upstream_ca = a->upstream_ca;
 	r = sl_serve_gateway_start(&a->serve, a->sandbox, &a->policy, a->audit, a->resolver, err,
@@ -361,6 +361,13 @@ int sl_cmd_attach(int argc, char **argv)
 	/* The container's users are not ours to know: a secret file must be
 	 * readable by its owner (root, or us) alone. */
 	if (sl_tls_load_secrets(&a.tls, a.policy, (uid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
+		teardown(&a);
+		return SL_EXIT_FAILURE;
+	}
+
+	/* A CA kept in files is checked before the container is touched. */
+	if (a.ca_dir && sl_tls_open_ca_dir(&a.tls, a.ca_dir, err, sizeof(err)) < 0) {
 		fprintf(stderr, PROG ": %s\n", err);
 		teardown(&a);
 		return SL_EXIT_FAILURE;

@@ -279,23 +279,35 @@ int sl_cmd_gateway(int argc, char **argv)
 		fprintf(stderr, "sluice gateway: %s\n", err);
 		sl_policy_free(policy);
 		sl_audit_close(g.audit);
+		sl_tls_setup_done(&g.tls);
 		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
 	}
 	r = sl_gw_new(loop, &cfg, policy, g.resolver, g.audit, &g.gw);
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: %s\n", strerror(-r));
+		sl_policy_free(policy);
+		sl_gw_resolver_free(g.resolver);
+		uv_run(loop, UV_RUN_DEFAULT);
+		sl_audit_close(g.audit);
+		sl_tls_setup_done(&g.tls);
 		return SL_EXIT_FAILURE;
 	}
 	r = sl_tls_apply(&g.tls, g.gw, upstream_ca, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "sluice gateway: %s\n", err);
-		return SL_EXIT_FAILURE;
-	}
-	r = sl_gw_listen_proxy(g.gw, listen, err, sizeof(err));
+	if (r < 0)
+		r = -EIO; /* SL_EXIT_FAILURE, as before */
+	if (r >= 0)
+		r = sl_gw_listen_proxy(g.gw, listen, err, sizeof(err));
 	if (r >= 0 && dns)
 		r = sl_gw_listen_dns(g.gw, dns, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: %s\n", err);
+		/* Tidy up as a signal would: the secrets are wiped. */
+		sl_gw_shutdown(g.gw);
+		sl_gw_resolver_free(g.resolver);
+		uv_run(loop, UV_RUN_DEFAULT);
+		uv_loop_close(loop);
+		sl_audit_close(g.audit);
+		sl_tls_setup_done(&g.tls);
 		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
 	}
 

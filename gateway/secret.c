@@ -88,7 +88,9 @@ static int read_file(const struct sl_secret *sec, const char *path, uid_t sandbo
 
 	/* O_NOFOLLOW: a symlink planted in place of the file is refused, not
 	 * followed to whatever it names. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	/* O_NONBLOCK: a fifo must not hang us until a writer comes; it is
+	 * refused below like any other file that is not regular. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return fail(err, errlen, negative_errno(), "secret \"%s\": %s %s: %m", sec->name,
 			    what, path);
