@@ -61,6 +61,7 @@ struct sl_gw_tls {
 	struct up *pool; /* idle upstream connections, most recent first */
 	unsigned n_pool;
 	unsigned gen; /* bumped by every flush: older connections are not pooled again */
+	bool default_paths_pending; /* the system's trust store is not loaded yet */
 	unsigned n_ups; /* every struct up still allocated */
 	struct {
 		char host[SL_HOST_BUF];
@@ -254,9 +255,11 @@ int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upst
 				 tls_error());
 			goto fail;
 		}
-	} else if (SSL_CTX_set_default_verify_paths(t->client) != 1) {
-		snprintf(err, errlen, "cannot load the system's trust store: %s", tls_error());
-		goto fail;
+	} else {
+		/* The system's store is parsed whole (some 150 certificates,
+		 * tens of milliseconds): at the first upstream connection, not
+		 * on every sandbox's way up. */
+		t->default_paths_pending = true;
 	}
 	if (SSL_CTX_set_alpn_protos(t->client, h11, sizeof(h11) - 1) != 0)
 		goto fail_ssl;
@@ -1007,6 +1010,16 @@ static void up_connected(uv_connect_t *req, int status)
 		return;
 	}
 	uv_tcp_nodelay(&up->tcp, 1);
+	if (up->t->default_paths_pending) {
+		if (SSL_CTX_set_default_verify_paths(up->t->client) != 1) {
+			snprintf(why, sizeof(why), "cannot load the system's trust store: %s",
+				 tls_error());
+			ERR_clear_error();
+			up_fail(up, 502, "upstream-tls-failed", why);
+			return;
+		}
+		up->t->default_paths_pending = false;
+	}
 	up->ssl = SSL_new(up->t->client);
 	up->rb = BIO_new(BIO_s_mem());
 	up->wb = BIO_new(BIO_s_mem());

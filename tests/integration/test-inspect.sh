@@ -80,6 +80,8 @@ allow:
   - host: plain.test
     methods: [GET]
   - host: other.test
+  - host: sub.plain.test
+    methods: [GET]
 P
 chmod 644 "$T/policy.yaml"
 
@@ -406,6 +408,24 @@ check "the audit log holds records with tls inspect and credentials, and no key"
 	"$([ "$(audit_count '"tls":"inspect"')" -gt 10 ] && ! has_key "$audit" && echo yes)"
 check_nokey "the origin's log holds no key" "$(cat "$T/origin.log")"
 check_nokey "nothing the sandbox printed held a key" "$all_out"
+
+# ---- the origin's certificate is verified ----
+# Against the system's store (no --upstream-ca), the world's self-signed
+# origin is not trusted: refused before any request, so no key goes.
+n_before=$(wc -l <"$T/origin.log")
+out=$(world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" --audit "$T/audit.log" \
+	-- curl -sS -m 10 -w ' %{http_code}' https://api.openai.com/echo-headers?untrusted 2>&1)
+check_has "an origin the system's store does not trust: 502, and why" \
+	"the origin's certificate is not trusted" "$out"
+check_has "... with status 502" " 502" "$out"
+check "... and no request reached it" "$n_before" "$(wc -l <"$T/origin.log")"
+check_has "... audited as upstream-tls-failed" '"reason":"upstream-tls-failed"' \
+	"$(audit_match '"path":"/echo-headers?untrusted"')"
+# A name the origin's certificate does not cover (sub.plain.test resolves
+# to the origin, whose certificate names plain.test only).
+out=$(run curl -sS -m 10 -w ' %{http_code}' https://sub.plain.test/echo-headers?wrong-name 2>&1)
+check_has "an origin whose certificate does not name the host: 502" " 502" "$out"
+check "... and no request reached it" "0" "$(origin_count '/echo-headers?wrong-name')"
 
 # ---- a secret from sluice's own environment ----
 # The key is in sluice's environment (root's: the sandbox's user cannot
