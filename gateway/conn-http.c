@@ -94,9 +94,8 @@ static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl
 static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
 {
 	const char *eol = memchr(head, '\r', h->head_len);
-	/* Each header written takes at most 2 bytes more than it did (an
-	 * origin may send "Name:v\n"), then our Connection line. */
-	size_t cap = h->head_len + 2 * h->n_headers + 64, len, i;
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), our Connection line. */
+	size_t cap = SL_HTTP_REBUILT_MAX(h->head_len, h->n_headers) + 64, len, i;
 	char *out;
 
 	if (!eol)
@@ -111,14 +110,7 @@ static int forward_response_head(struct conn *c, const char *head, const struct 
 
 		if (response_hop_by_hop(h, &hd->name) && !sl_http_span_caseeq(&hd->name, "trailer"))
 			continue;
-		memcpy(out + len, hd->name.p, hd->name.len);
-		len += hd->name.len;
-		memcpy(out + len, ": ", 2);
-		len += 2;
-		memcpy(out + len, hd->value.p, hd->value.len);
-		len += hd->value.len;
-		memcpy(out + len, "\r\n", 2);
-		len += 2;
+		len += sl_http_put_header(out + len, hd);
 	}
 	len += (size_t)snprintf(out + len, cap - len, "Connection: %s\r\n\r\n",
 				c->keep_alive ? "keep-alive" : "close");
@@ -251,9 +243,9 @@ bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_
 static int build_forward_head(struct conn *c, const struct sl_http_request *r, char **ret,
 			      size_t *ret_len)
 {
-	/* Each header kept takes at most 2 bytes more than it did ("Name:v\n"
-	 * becomes "Name: v\r\n"); the request line and Host are bounded. */
-	size_t cap = r->head_len + 2 * r->n_headers + 256, len = 0, i;
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX); the request line and
+	 * Host are bounded. */
+	size_t cap = SL_HTTP_REBUILT_MAX(r->head_len, r->n_headers) + 256, len = 0, i;
 	char *out = malloc(cap);
 	int n;
 
@@ -274,14 +266,7 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 			free(out);
 			return -E2BIG;
 		}
-		memcpy(out + len, h->name.p, h->name.len);
-		len += h->name.len;
-		memcpy(out + len, ": ", 2);
-		len += 2;
-		memcpy(out + len, h->value.p, h->value.len);
-		len += h->value.len;
-		memcpy(out + len, "\r\n", 2);
-		len += 2;
+		len += sl_http_put_header(out + len, h);
 	}
 	if (!sl_http_header(r, "host", NULL)) {
 		n = snprintf(out + len, cap - len, "Host: %s:%u\r\n", c->dec.host, c->port);

@@ -129,6 +129,9 @@ void conn_decide_by_address(struct conn *c);
 void conn_capture_classify(struct conn *c);
 void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 const char *conn_status_text(int status);
+/* The gateway's own answer: status, a one-line plain-text reason, and
+ * Connection: close. Its length (*ret malloc'd), or -1. */
+int conn_error_response(int status, const char *why, char **ret);
 /* The first of a's addresses the policy lets us reach (never the gateway
  * host's own, never a special range the policy does not list); NULL with
  * *ret_refused saying why the last one was refused. */

@@ -219,11 +219,28 @@ const char *conn_status_text(int status)
 	}
 }
 
+int conn_error_response(int status, const char *why, char **ret)
+{
+	char body[768];
+	int blen, n;
+
+	blen = snprintf(body, sizeof(body), "sluice: %s\n", why);
+	if (blen < 0 || (size_t)blen >= sizeof(body))
+		blen = (int)strlen(body);
+	n = asprintf(ret,
+		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
+		     status, conn_status_text(status), blen, blen, body);
+	if (n < 0)
+		*ret = NULL;
+	return n;
+}
+
 /* Answer with a one-line plain-text reason and close. */
 void conn_respond_error(struct conn *c, int status, const char *reason, const char *why)
 {
-	char body[768], *msg;
-	int blen, n;
+	char *msg;
+	int n;
 
 	if (c->state == ST_CLOSING || c->state == ST_RESPONDING)
 		return;
@@ -241,13 +258,7 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 	uv_read_stop((uv_stream_t *)&c->client);
 	if (c->upstream_open)
 		close_handle(c, (uv_handle_t *)&c->upstream);
-	blen = snprintf(body, sizeof(body), "sluice: %s\n", why);
-	if (blen < 0 || (size_t)blen >= sizeof(body))
-		blen = (int)strlen(body);
-	n = asprintf(&msg,
-		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
-		     status, conn_status_text(status), blen, blen, body);
+	n = conn_error_response(status, why, &msg);
 	if (n < 0 || conn_send_owned(c, true, msg, (size_t)n, true) < 0)
 		conn_close(c);
 }

@@ -517,3 +517,12 @@ ssize_t sl_http_response_feed(struct sl_http_response *r, const char *data, size
 	r->failed = true;
 	return -EINVAL;
 }
+
+size_t sl_http_put_header(char *out, const struct sl_http_header *h)
+{
+	memcpy(out, h->name.p, h->name.len);
+	memcpy(out + h->name.len, ": ", 2);
+	memcpy(out + h->name.len + 2, h->value.p, h->value.len);
+	memcpy(out + h->name.len + 2 + h->value.len, "\r\n", 2);
+	return h->name.len + h->value.len + 4;
+}

@@ -53,6 +53,12 @@ const struct sl_http_span *sl_http_header(const struct sl_http_request *r, const
 bool sl_http_span_eq(const struct sl_http_span *s, const char *lit);
 bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit);
 
+/* Write "Name: value\r\n" at out (name+value+4 bytes, returned). A head
+ * rebuilt this way can be longer than the one parsed ("Name:v\n" grows by
+ * two): SL_HTTP_REBUILT_MAX says how much room it needs. */
+size_t sl_http_put_header(char *out, const struct sl_http_header *h);
+#define SL_HTTP_REBUILT_MAX(head_len, n_headers) ((head_len) + 2 * (size_t)(n_headers))
+
 /* An absolute-form target, "http://host[:port]/path?query", split. */
 struct sl_http_url {
 	struct sl_http_span host; /* as written, brackets kept */

@@ -436,8 +436,8 @@ static int up_write(struct up *up, const void *p, size_t n)
 static void respond(struct insp *in, int status, const char *reason, const char *why)
 {
 	struct conn *c = in->c;
-	char body[768], *msg;
-	int blen, n;
+	char *msg;
+	int n;
 
 	if (closing(in))
 		return;
@@ -455,15 +455,9 @@ static void respond(struct insp *in, int status, const char *reason, const char 
 		return;
 	}
 	uv_read_stop((uv_stream_t *)&c->client);
-	blen = snprintf(body, sizeof(body), "sluice: %s\n", why);
-	if (blen < 0 || (size_t)blen >= sizeof(body))
-		blen = (int)strlen(body);
-	n = asprintf(&msg,
-		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
-		     status, conn_status_text(status), blen, blen, body);
+	n = conn_error_response(status, why, &msg);
 	if (n < 0 || SSL_write(in->ssl, msg, n) != n) {
-		free(n < 0 ? NULL : msg);
+		free(msg);
 		conn_close(c);
 		return;
 	}
@@ -521,9 +515,8 @@ static int send_response_head(struct insp *in, const char *head, const struct sl
 {
 	const char *eol = memchr(head, '\n', h->head_len);
 	bool upgrade = in->resp.status == 101;
-	/* Each header we write takes at most 2 bytes more than it did
-	 * ("Name:v\n" becomes "Name: v\r\n"), then our Connection line. */
-	size_t cap = h->head_len + 2 * h->n_headers + 64, len, i;
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), our Connection line. */
+	size_t cap = SL_HTTP_REBUILT_MAX(h->head_len, h->n_headers) + 64, len, i;
 	char *out;
 	int r;
 
@@ -539,14 +532,7 @@ static int send_response_head(struct insp *in, const char *head, const struct sl
 
 		if (resp_hop_by_hop(h, &hd->name, upgrade))
 			continue;
-		memcpy(out + len, hd->name.p, hd->name.len);
-		len += hd->name.len;
-		memcpy(out + len, ": ", 2);
-		len += 2;
-		memcpy(out + len, hd->value.p, hd->value.len);
-		len += hd->value.len;
-		memcpy(out + len, "\r\n", 2);
-		len += 2;
+		len += sl_http_put_header(out + len, hd);
 	}
 	if (in->close_after && in->resp.status >= 200) {
 		memcpy(out + len, "Connection: close\r\n", 19);
@@ -1228,9 +1214,8 @@ static void up_ready(struct insp *in)
 static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			       const struct sl_inject *inj, const struct sl_secret_value *v)
 {
-	/* Each header kept takes at most 2 bytes more than it did ("Name:v\n"
-	 * becomes "Name: v\r\n"); then the lines we add. */
-	size_t cap = r->head_len + 2 * r->n_headers + 128 + SL_HOST_BUF + 16 +
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), then the lines we add. */
+	size_t cap = SL_HTTP_REBUILT_MAX(r->head_len, r->n_headers) + 128 + SL_HOST_BUF + 16 +
 		     (inj ? strlen(inj->header) + strlen(inj->prefix) + v->len + 4 : 0);
 	const char *eol = memchr(r->method.p, '\n', r->head_len - (size_t)(r->method.p - in->cbuf));
 	char *out;
@@ -1266,14 +1251,7 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			continue;
 		if (in->scrub_on && sl_http_span_caseeq(&h->name, "accept-encoding"))
 			continue;
-		memcpy(out + len, h->name.p, h->name.len);
-		len += h->name.len;
-		memcpy(out + len, ": ", 2);
-		len += 2;
-		memcpy(out + len, h->value.p, h->value.len);
-		len += h->value.len;
-		memcpy(out + len, "\r\n", 2);
-		len += 2;
+		len += sl_http_put_header(out + len, h);
 	}
 	if (in->ws_req) {
 		memcpy(out + len, "Connection: Upgrade\r\nUpgrade: websocket\r\n", 41);

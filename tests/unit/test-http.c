@@ -118,6 +118,15 @@ static void test_smuggling(void **state)
 	refused("GET http://a/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, "folding");
 	refused("GET http://a/ HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n", 400, "folding");
 	refused("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "Host");
+	/* A header the Connection header names is dropped by the next hop:
+	 * never one that frames or routes the request. */
+	refused("POST http://a/ HTTP/1.1\r\nConnection: content-length\r\nContent-Length: 5\r\n\r\n",
+		400, "Connection");
+	refused("POST http://a/ HTTP/1.1\r\nConnection: keep-alive, Transfer-Encoding\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n",
+		400, "Connection");
+	refused("GET http://a/ HTTP/1.1\r\nConnection: x\r\nConnection: HOST\r\nHost: a\r\n\r\n",
+		400, "Connection");
 	refused("GET http://a/ HTTP/1.1\r\nHost : a\r\n\r\n", 400, NULL);
 	refused("GET http://a/ HTTP/1.1\r\nX\x01Y: a\r\n\r\n", 400, NULL);
 	refused("GET http://a/ HTTP/1.1\r\nX: a\x7f\r\n\r\n", 400, NULL);
@@ -191,6 +200,33 @@ static void url_bad(const char *target)
 	assert_non_null(why);
 }
 
+/* A head rebuilt header by header ("Name: value\r\n") fits in the room
+ * SL_HTTP_REBUILT_MAX gives, even written as tightly as HTTP allows. */
+static void test_rebuilt_room(void **state)
+{
+	char head[8192], out[16384];
+	struct sl_http_header hd = {{"X-Api-Key", 9}, {"abc", 3}};
+	size_t len = 0, rebuilt, i;
+	int status = 0, n;
+	const char *why = NULL;
+
+	(void)state;
+	assert_int_equal(sl_http_put_header(out, &hd), 16);
+	assert_memory_equal(out, "X-Api-Key: abc\r\n", 16);
+
+	len += (size_t)sprintf(head, "GET http://a/ HTTP/1.1\r\n");
+	for (i = 0; i < 120; i++)
+		len += (size_t)sprintf(head + len, "X-%zu:v\r\n", i);
+	len += (size_t)sprintf(head + len, "\r\n");
+	n = sl_http_parse_request(head, len, sizeof(head), &req, &status, &why);
+	assert_int_equal(n, (int)len);
+	rebuilt = (size_t)(strstr(head, "\r\n") + 2 - head) + 2;
+	for (i = 0; i < req.n_headers; i++)
+		rebuilt += sl_http_put_header(out, &req.headers[i]);
+	assert_true(rebuilt > len); /* it does grow */
+	assert_true(rebuilt <= SL_HTTP_REBUILT_MAX(req.head_len, req.n_headers));
+}
+
 static void test_urls(void **state)
 {
 	url_ok("http://a.example/x?y", "a.example", 80, "/x?y");
@@ -218,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_smuggling),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_rebuilt_room),
 		cmocka_unit_test(test_urls),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
