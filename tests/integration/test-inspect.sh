@@ -444,6 +444,22 @@ not in the environment" "$out"
 check "... the origin got the real key" "$((n_real + 1))" \
 	"$(grep -c '^GET /echo-headers?from-env host=api.openai.com auth=real$' "$T/origin.log")"
 check_nokey "... and nothing the sandbox printed held it" "$out"
+# sluice itself holds it (and the CA's key): the command's parent, whose
+# memory and environment the sandbox's user must not read.
+out=$(SLUICE_TEST_OPENAI=$openai_key world_host "$SLUICE" run --policy "$T/env.yaml" \
+	--resolver "$N:53" --upstream-ca "$T/cert.pem" -- sh -c \
+	'p=$PPID; echo "parent: $(cat /proc/$p/comm)"
+	for f in environ mem; do head -c 1 /proc/$p/$f >/dev/null 2>&1 && echo "$f: read" || echo "$f: refused"; done' 2>&1)
+check "the sandbox cannot read sluice's environment or memory" "parent: sluice
+environ: refused
+mem: refused" "$out"
+
+# ---- a client that offers only HTTP/2 ----
+# Only HTTP/1.1 is inspected: a ClientHello that offers nothing else is
+# refused in the handshake (no_application_protocol), never let through.
+out=$(run sh -c 'openssl s_client -connect api.openai.com:443 -servername api.openai.com \
+	-alpn h2 -CAfile "$SSL_CERT_FILE" </dev/null 2>&1' 2>&1)
+check_has "a client offering only h2 is refused in the handshake" "no application protocol" "$out"
 
 # ---- a secret file others can read stops sluice before the command ----
 for mode in 644 640; do
