@@ -461,6 +461,21 @@ out=$(run sh -c 'openssl s_client -connect api.openai.com:443 -servername api.op
 	-alpn h2 -CAfile "$SSL_CERT_FILE" </dev/null 2>&1' 2>&1)
 check_has "a client offering only h2 is refused in the handshake" "no application protocol" "$out"
 
+# ---- more secrets than the scrubber holds ----
+{
+	echo "version: 1"
+	echo "secrets:"
+	for i in 1 2 3 4 5 6 7 8 9; do echo "  k$i: { env: SLUICE_TEST_K$i }"; done
+	echo "allow:"
+	echo "  - host: plain.test"
+} >"$T/nine.yaml"
+chmod 644 "$T/nine.yaml"
+out=$(world_host "$SLUICE" run --policy "$T/nine.yaml" -- echo ran 2>&1)
+rc=$?
+check "nine secrets (the scrubber holds eight): sluice run exits 125 before the command" \
+	"125" "$rc"
+check_has "... and says the limit" "at most 8" "$out"
+
 # ---- a secret file others can read stops sluice before the command ----
 for mode in 644 640; do
 	loose=$T/loose-$mode.key
