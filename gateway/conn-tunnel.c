@@ -15,6 +15,23 @@
 #include "macro.h"
 #include "tls-hello.h"
 
+/* What was read to decide (c->buf) goes upstream first, then the bytes
+ * flow both ways. */
+static void relay_with_peeked(struct conn *c)
+{
+	if (c->len) {
+		c->bytes_up += c->len;
+		if (conn_send_owned(c, false, c->buf, c->len, false) < 0) {
+			c->buf = NULL;
+			conn_close(c);
+			return;
+		}
+		c->buf = NULL;
+		c->len = 0;
+	}
+	conn_start_relay(c);
+}
+
 /* Check what the client sent first through the tunnel. A TLS ClientHello
  * whose SNI names another host is domain fronting: the CONNECT said one
  * host, the TLS session asks the (shared) front end for another. */
@@ -76,17 +93,7 @@ static void peek_check(struct conn *c)
 	}
 	/* Not TLS at all (-EINVAL), or a hello for the right host: relay,
 	 * starting with what we peeked. */
-	if (c->len) {
-		c->bytes_up += c->len;
-		if (conn_send_owned(c, false, c->buf, c->len, false) < 0) {
-			c->buf = NULL;
-			conn_close(c);
-			return;
-		}
-		c->buf = NULL;
-		c->len = 0;
-	}
-	conn_start_relay(c);
+	relay_with_peeked(c);
 }
 
 static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -122,17 +129,7 @@ void conn_tunnel_start(struct conn *c)
 	if (c->tunnel && c->captured) {
 		/* What the client already sent (its hello, its banner) goes
 		 * first, then the bytes flow. */
-		if (c->len) {
-			c->bytes_up += c->len;
-			if (conn_send_owned(c, false, c->buf, c->len, false) < 0) {
-				c->buf = NULL;
-				conn_close(c);
-				return;
-			}
-			c->buf = NULL;
-			c->len = 0;
-		}
-		conn_start_relay(c);
+		relay_with_peeked(c);
 		return;
 	}
 
