@@ -40,23 +40,9 @@ N=$WORLD_NET_ADDR
 X=203.0.113.3 # atk-origin.py's address, in the internet namespace only
 world_net ip addr add "$X/24" dev wi0 || { echo "not ok - $X"; exit 1; }
 
-# The keys: new for every run, in files only root can read (see test-inspect.sh).
-openai_key="sk-test-$(openssl rand -hex 24)"
-anthropic_key="sk-ant-test-$(openssl rand -hex 24)"
-mkdir -m 700 "$T/secrets" "$T/ca"
-(
-	umask 077
-	printf '%s\n' "$openai_key" >"$T/secrets/openai.key"
-	printf '%s\n' "$anthropic_key" >"$T/secrets/anthropic.key"
-)
-if [ ${#openai_key} -lt 40 ] || [ ${#anthropic_key} -lt 40 ]; then
-	echo "not ok - could not make the keys"
-	exit 1
-fi
-has_key() { [[ $1 == *"$openai_key"* || $1 == *"$anthropic_key"* ]]; }
-check_nokey() { # check_nokey NAME TEXT: ok when TEXT holds neither key (never printed)
-	if has_key "$2"; then notok "$1: a key is in it"; else ok "$1"; fi
-}
+# The keys: new for every run, in files only root can read (make_keys, lib/checks.sh).
+make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
+mkdir -m 700 "$T/ca"
 
 mkdir -m 1777 "$T/work"
 ORIGIN_OPENAI_KEY_FILE=$T/secrets/openai.key ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \

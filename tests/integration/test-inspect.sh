@@ -37,26 +37,9 @@ world_up || { echo "not ok - the test world did not come up"; exit 1; }
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 
-# The keys: new for every run, in files only root can read. The origin
-# reads the same files (ORIGIN_*_KEY_FILE), so that no key is in any
-# process's environment or command line: nothing here runs a program with a
-# key as an argument (printf and [[ ]] are the shell's own).
-openai_key="sk-test-$(openssl rand -hex 24)"
-anthropic_key="sk-ant-test-$(openssl rand -hex 24)"
-mkdir -m 700 "$T/secrets"
-(
-	umask 077
-	printf '%s\n' "$openai_key" >"$T/secrets/openai.key"
-	printf '%s\n' "$anthropic_key" >"$T/secrets/anthropic.key"
-)
-if [ ${#openai_key} -lt 40 ] || [ ${#anthropic_key} -lt 40 ]; then
-	echo "not ok - could not make the keys"
-	exit 1
-fi
-has_key() { [[ $1 == *"$openai_key"* || $1 == *"$anthropic_key"* ]]; }
-check_nokey() { # check_nokey NAME TEXT: ok when TEXT holds neither key (never printed)
-	if has_key "$2"; then notok "$1: a key is in it"; else ok "$1"; fi
-}
+# The keys: new for every run, in files only root can read; the origin
+# reads the same files (ORIGIN_*_KEY_FILE). See make_keys in lib/checks.sh.
+make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 
 mkdir -m 1777 "$T/flags" "$T/work"
 ORIGIN_OPENAI_KEY_FILE=$T/secrets/openai.key ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \

@@ -53,6 +53,29 @@ audit_last() {
 }
 audit_again() { tail -n 1 "$T/audit.log"; }
 
+# make_keys DIR: two API keys, new for every run, in DIR/openai.key and
+# DIR/anthropic.key (DIR made mode 0700: only root reads them), as
+# $openai_key and $anthropic_key. The origin reads the same files, so no
+# key is in any process's environment or command line: nothing runs a
+# program with a key as an argument (printf and [[ ]] are the shell's own).
+make_keys() {
+	openai_key="sk-test-$(openssl rand -hex 24)"
+	anthropic_key="sk-ant-test-$(openssl rand -hex 24)"
+	mkdir -p -m 700 "$1"
+	(
+		umask 077
+		printf '%s\n' "$openai_key" >"$1/openai.key"
+		printf '%s\n' "$anthropic_key" >"$1/anthropic.key"
+	)
+	[ ${#openai_key} -ge 40 ] && [ ${#anthropic_key} -ge 40 ]
+}
+# Whether TEXT holds either key; check_nokey NAME TEXT: ok when it holds
+# neither (the text is never printed).
+has_key() { [[ $1 == *"$openai_key"* || $1 == *"$anthropic_key"* ]]; }
+check_nokey() {
+	if has_key "$2"; then notok "$1: a key is in it"; else ok "$1"; fi
+}
+
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
