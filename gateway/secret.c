@@ -2,7 +2,6 @@
 /* Loading secret values; the contract is in secret.h. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,24 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "macro.h"
 #include "secret.h"
 
 /* Room for the longest value plus a run of trailing newlines; a longer
  * file is refused rather than truncated. */
 #define SECRET_READ_MAX (SL_SECRET_MAX_LEN + 64)
-
-_printf_(4, 5) static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 static const char *source_word(enum sl_secret_source src)
 {
@@ -92,26 +80,26 @@ static int read_file(const struct sl_secret *sec, const char *path, uid_t sandbo
 	 * refused below like any other file that is not regular. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return fail(err, errlen, negative_errno(), "secret \"%s\": %s %s: %m", sec->name,
+		return sl_err(err, errlen, negative_errno(), "secret \"%s\": %s %s: %m", sec->name,
 			    what, path);
 	if (fstat(fd, &st) < 0)
-		return fail(err, errlen, negative_errno(), "secret \"%s\": %s %s: fstat: %m",
+		return sl_err(err, errlen, negative_errno(), "secret \"%s\": %s %s: fstat: %m",
 			    sec->name, what, path);
 	if (!S_ISREG(st.st_mode))
-		return fail(err, errlen, -EINVAL, "secret \"%s\": %s %s: not a regular file",
+		return sl_err(err, errlen, -EINVAL, "secret \"%s\": %s %s: not a regular file",
 			    sec->name, what, path);
 	if (st.st_mode & 077)
-		return fail(err, errlen, -EPERM,
+		return sl_err(err, errlen, -EPERM,
 			    "secret \"%s\": %s %s: mode %04o lets group or others read or write "
 			    "it; run chmod 600 on it",
 			    sec->name, what, path, (unsigned)(st.st_mode & 07777));
 	if (st.st_uid == sandbox_uid)
-		return fail(err, errlen, -EPERM,
+		return sl_err(err, errlen, -EPERM,
 			    "secret \"%s\": %s %s: owned by the sandbox's user (uid %u), who "
 			    "could read it",
 			    sec->name, what, path, (unsigned)st.st_uid);
 	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return fail(err, errlen, -EPERM,
+		return sl_err(err, errlen, -EPERM,
 			    "secret \"%s\": %s %s: owned by uid %u; it must be owned by root or "
 			    "by sluice's user (uid %u)",
 			    sec->name, what, path, (unsigned)st.st_uid, (unsigned)geteuid());
@@ -122,13 +110,13 @@ static int read_file(const struct sl_secret *sec, const char *path, uid_t sandbo
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fail(err, errlen, negative_errno(), "secret \"%s\": %s %s: read: %m",
+			return sl_err(err, errlen, negative_errno(), "secret \"%s\": %s %s: read: %m",
 				    sec->name, what, path);
 		if (n == 0)
 			break;
 		got += (size_t)n;
 		if (got > SECRET_READ_MAX)
-			return fail(err, errlen, -EFBIG,
+			return sl_err(err, errlen, -EFBIG,
 				    "secret \"%s\": %s %s: longer than %d bytes", sec->name, what,
 				    path, SL_SECRET_MAX_LEN);
 	}
@@ -148,7 +136,7 @@ static int check_value(const struct sl_secret *sec, const char *where, struct sl
 	v->value[v->len] = '\0';
 
 	if (v->len == 0)
-		return fail(err, errlen, -EINVAL, "secret \"%s\": %s %s: empty", sec->name, what,
+		return sl_err(err, errlen, -EINVAL, "secret \"%s\": %s %s: empty", sec->name, what,
 			    where);
 	/* RFC 9110 section 5.5: a field value is visible characters, spaces
 	 * and tabs. A CR or LF would let the value add headers of its own. */
@@ -156,13 +144,13 @@ static int check_value(const struct sl_secret *sec, const char *where, struct sl
 		unsigned char c = (unsigned char)v->value[i];
 
 		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return fail(err, errlen, -EINVAL,
+			return sl_err(err, errlen, -EINVAL,
 				    "secret \"%s\": %s %s: control character 0x%02x at byte %zu "
 				    "(a CR, LF or NUL could inject headers)",
 				    sec->name, what, where, c, i);
 	}
 	if (v->len < SL_SECRET_MIN_LEN || v->len > SL_SECRET_MAX_LEN)
-		return fail(err, errlen, -EINVAL,
+		return sl_err(err, errlen, -EINVAL,
 			    "secret \"%s\": %s %s: %zu bytes; a value must have %d to %d",
 			    sec->name, what, where, v->len, SL_SECRET_MIN_LEN, SL_SECRET_MAX_LEN);
 	return 0;
@@ -187,12 +175,12 @@ int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
 		err[0] = '\0';
 	v = value_new();
 	if (!v)
-		return fail(err, errlen, -ENOMEM, "secret \"%s\": out of memory", sec->name);
+		return sl_err(err, errlen, -ENOMEM, "secret \"%s\": out of memory", sec->name);
 
 	switch (sec->source) {
 	case SL_SECRET_FILE:
 		if (sec->ref[0] != '/')
-			return fail(err, errlen, -EINVAL,
+			return sl_err(err, errlen, -EINVAL,
 				    "secret \"%s\": file %s: not an absolute path", sec->name,
 				    sec->ref);
 		r = read_file(sec, sec->ref, sandbox_uid, v, err, errlen);
@@ -201,18 +189,18 @@ int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
 		break;
 	case SL_SECRET_CREDENTIAL:
 		if (!credential_name_ok(sec->ref))
-			return fail(err, errlen, -EINVAL,
+			return sl_err(err, errlen, -EINVAL,
 				    "secret \"%s\": credential \"%s\": not a credential name",
 				    sec->name, sec->ref);
 		dir = getenv("CREDENTIALS_DIRECTORY");
 		if (!dir || dir[0] != '/')
-			return fail(err, errlen, -ENOENT,
+			return sl_err(err, errlen, -ENOENT,
 				    "secret \"%s\": credential %s: $CREDENTIALS_DIRECTORY is %s "
 				    "(run sluice from a systemd unit with LoadCredential=)",
 				    sec->name, sec->ref, dir ? "not an absolute path" : "not set");
 		if (asprintf(&path, "%s/%s", dir, sec->ref) < 0) {
 			path = NULL;
-			return fail(err, errlen, -ENOMEM, "secret \"%s\": out of memory",
+			return sl_err(err, errlen, -ENOMEM, "secret \"%s\": out of memory",
 				    sec->name);
 		}
 		where = path;
@@ -223,19 +211,19 @@ int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
 	case SL_SECRET_ENV:
 		env = getenv(sec->ref);
 		if (!env)
-			return fail(err, errlen, -ENOENT,
+			return sl_err(err, errlen, -ENOENT,
 				    "secret \"%s\": environment variable %s: not set", sec->name,
 				    sec->ref);
 		len = strlen(env);
 		if (len > SECRET_READ_MAX)
-			return fail(err, errlen, -EFBIG,
+			return sl_err(err, errlen, -EFBIG,
 				    "secret \"%s\": environment variable %s: longer than %d bytes",
 				    sec->name, sec->ref, SL_SECRET_MAX_LEN);
 		memcpy(v->value, env, len);
 		v->len = len;
 		break;
 	default:
-		return fail(err, errlen, -EINVAL, "secret \"%s\": unknown source", sec->name);
+		return sl_err(err, errlen, -EINVAL, "secret \"%s\": unknown source", sec->name);
 	}
 
 	r = check_value(sec, where, v, err, errlen);
