@@ -46,7 +46,7 @@ run_meson_tests() {
 }
 
 echo "== build (gcc, -Werror)"
-if scripts/build.sh build; then
+if scripts/build.sh build -Dtests=enabled; then
 	run_meson_tests build build
 else
 	failed=$((failed + 1))
@@ -54,7 +54,7 @@ else
 fi
 
 echo "== build (ASan + UBSan)"
-if scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false; then
+if scripts/build.sh build-asan -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		run_meson_tests build-asan asan
 else
