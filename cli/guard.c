@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sluice guard --uid UID --gateway ADDR:PORT [--remove]
+ * sluice guard --check --uid UID [--gateway ADDR:PORT]
  *
  * For agents that run as a dedicated user without a namespace (a systemd
  * unit with User=): per-uid nftables rules in the current (host) namespace
  * that let that uid reach only the gateway. The rules persist on purpose:
- * a crashed sluice must not take the boundary with it.
+ * a crashed sluice must not take the boundary with it. They live only in
+ * kernel memory, though, so --check reads them back and says whether they
+ * are still the ones guard installs (examples/systemd/ runs it on a timer).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,15 +20,24 @@
 #include "cli.h"
 #include "macro.h"
 #include "nft.h"
+#include "nft-query.h"
 
 static void guard_usage(FILE *f)
 {
 	fputs("usage: sluice guard --uid UID --gateway ADDR:PORT\n"
 	      "       sluice guard --uid UID --remove\n"
+	      "       sluice guard --check --uid UID [--gateway ADDR:PORT]\n"
 	      "\n"
 	      "Let processes of uid UID reach only ADDR:PORT over TCP (ADDR is IPv4, or IPv6 in\n"
 	      "brackets: [::1]:3128); everything else they send is refused. The rules stay until\n"
-	      "--remove, also after sluice exits. Run again to replace them.\n",
+	      "--remove, also after sluice exits. Run again to replace them.\n"
+	      "\n"
+	      "They live in kernel memory only: `nft flush ruleset`, a firewall reload or a\n"
+	      "reboot removes them. --check reads them back and exits 0 only when table inet\n"
+	      "sluice-guard, the uid's chain and its rules are exactly what guard installs (for\n"
+	      "ADDR:PORT when given, else for the gateway the rules name); otherwise it says\n"
+	      "what is missing or changed and exits 1 (4 when the rules cannot be read).\n"
+	      "examples/systemd/ has units that install them at boot and put them back.\n",
 	      f);
 }
 
@@ -140,12 +152,64 @@ static bool is_flag(const char *arg, const char *flag)
 	return !strncmp(arg, flag, n) && (arg[n] == '\0' || arg[n] == '=');
 }
 
+/* "127.0.0.1:3128" or "[::1]:3128". */
+static void format_gateway(const struct sl_nft_guard *g, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	inet_ntop(g->family, g->family == AF_INET ? (const void *)&g->addr4 : (const void *)&g->addr6,
+		  a, sizeof(a));
+	snprintf(buf, len, g->family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, g->port);
+}
+
+/* --check: 0 intact, 1 missing or changed (and why), 4 unreadable. The
+ * message on failure is one line, for the journal of a unit that runs this
+ * on a timer. */
+static int guard_check(const struct sl_nft_guard *cfg, const char *gateway_arg)
+{
+	struct sl_nft_guard_report rep;
+	char err[512] = "", gw[INET6_ADDRSTRLEN + 16], again[INET6_ADDRSTRLEN + 96];
+	int r;
+
+	r = sl_nft_guard_check(cfg, &rep, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice guard: --check --uid %u: %s%s\n", (unsigned)cfg->uid,
+			err[0] ? err : strerror(-r),
+			r == -EPERM ? " (reading nftables needs root or CAP_NET_ADMIN)" : "");
+		return SL_EXIT_FAILURE;
+	}
+	if (rep.state == SL_NFT_GUARD_INTACT) {
+		format_gateway(&rep.checked, gw, sizeof(gw));
+		printf("sluice guard: uid %u is guarded: it may reach only %s (tcp); table inet %s, "
+		       "chain uid-%u, %zu rules as guard installs them\n",
+		       (unsigned)cfg->uid, gw, SL_NFT_GUARD_TABLE, (unsigned)cfg->uid, rep.n_rules);
+		return SL_EXIT_OK;
+	}
+	if (gateway_arg) {
+		snprintf(again, sizeof(again), "sluice guard --uid %u --gateway %s", (unsigned)cfg->uid,
+			 gateway_arg);
+	} else if (rep.checked.family != AF_UNSPEC) {
+		format_gateway(&rep.checked, gw, sizeof(gw));
+		snprintf(again, sizeof(again), "sluice guard --uid %u --gateway %s", (unsigned)cfg->uid,
+			 gw);
+	} else {
+		snprintf(again, sizeof(again), "sluice guard --uid %u --gateway ADDR:PORT",
+			 (unsigned)cfg->uid);
+	}
+	fprintf(stderr, "sluice guard: --check: uid %u %s: %s; `%s` puts them back\n",
+		(unsigned)cfg->uid,
+		rep.state == SL_NFT_GUARD_CHANGED ? "has rules, but not the ones guard installs"
+						  : "is NOT guarded",
+		rep.why, again);
+	return SL_EXIT_INVALID;
+}
+
 int sl_cmd_guard(int argc, char **argv)
 {
 	struct sl_nft_guard cfg = { .family = AF_UNSPEC };
 	const char *uid_arg = NULL, *gateway_arg = NULL;
 	char err[512] = "", shown[INET6_ADDRSTRLEN];
-	bool remove = false;
+	bool remove = false, check = false;
 	int r;
 
 	for (int i = 1; i < argc; i++) {
@@ -157,6 +221,8 @@ int sl_cmd_guard(int argc, char **argv)
 				return SL_EXIT_USAGE;
 		} else if (!strcmp(argv[i], "--remove")) {
 			remove = true;
+		} else if (!strcmp(argv[i], "--check")) {
+			check = true;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			guard_usage(stdout);
 			return SL_EXIT_OK;
@@ -185,6 +251,12 @@ int sl_cmd_guard(int argc, char **argv)
 		return SL_EXIT_USAGE;
 	}
 
+	if (check && remove) {
+		fprintf(stderr, "sluice guard: --check and --remove do not go together\n");
+		guard_usage(stderr);
+		return SL_EXIT_USAGE;
+	}
+
 	if (remove) {
 		r = sl_nft_guard_remove(cfg.uid, err, sizeof(err));
 		if (r < 0) {
@@ -196,6 +268,8 @@ int sl_cmd_guard(int argc, char **argv)
 		return SL_EXIT_OK;
 	}
 
+	if (!gateway_arg && check)
+		return guard_check(&cfg, NULL);
 	if (!gateway_arg) {
 		fprintf(stderr, "sluice guard: --gateway ADDR:PORT is required (or --remove)\n");
 		guard_usage(stderr);
@@ -209,6 +283,9 @@ int sl_cmd_guard(int argc, char **argv)
 			return SL_EXIT_USAGE;
 		}
 	}
+
+	if (check)
+		return guard_check(&cfg, gateway_arg);
 
 	r = sl_nft_guard_apply(&cfg, err, sizeof(err));
 	if (r < 0) {
