@@ -446,6 +446,7 @@ int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb
 	    .name = ifname,
 	    .ifname = ifname,
 	    .addr = sl_netns_sandbox_host_addr(sb),
+	    .peer = sl_netns_sandbox_peer_addr(sb),
 	    .tcp_ports = {SL_SERVE_PORT_PROXY, SL_SERVE_PORT_DNS},
 	    .n_tcp_ports = 2,
 	    .udp_ports = {SL_SERVE_PORT_DNS},

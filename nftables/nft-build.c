@@ -24,6 +24,7 @@
 
 #include <libnftnl/chain.h>
 #include <libnftnl/expr.h>
+#include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
@@ -58,6 +59,8 @@ void sl_nft_plan_done(struct sl_nft_plan *plan)
 			nftnl_chain_free(plan->ops[i].chain);
 		if (plan->ops[i].rule)
 			nftnl_rule_free(plan->ops[i].rule);
+		if (plan->ops[i].obj)
+			nftnl_obj_free(plan->ops[i].obj);
 	}
 	free(plan->ops);
 	sl_nft_plan_init(plan);
@@ -78,17 +81,18 @@ static struct sl_nft_op *plan_push(struct sl_nft_plan *plan, enum sl_nft_op_type
 		plan->cap = cap;
 	}
 	op = &plan->ops[plan->n_ops++];
-	*op = (struct sl_nft_op){ .type = type };
+	*op = (struct sl_nft_op){ .type = type, .family = NFPROTO_INET };
 	return op;
 }
 
-static struct nftnl_table *table_new(const char *name, uint32_t flags, bool with_flags)
+static struct nftnl_table *table_new(uint8_t family, const char *name, uint32_t flags,
+				     bool with_flags)
 {
 	struct nftnl_table *t = nftnl_table_alloc();
 
 	if (!t)
 		return NULL;
-	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, family);
 	if (nftnl_table_set_str(t, NFTNL_TABLE_NAME, name) < 0) {
 		nftnl_table_free(t);
 		return NULL;
@@ -100,7 +104,7 @@ static struct nftnl_table *table_new(const char *name, uint32_t flags, bool with
 
 int sl_nft_plan_add_table(struct sl_nft_plan *plan, const char *table, uint32_t flags)
 {
-	struct nftnl_table *t = table_new(table, flags, true);
+	struct nftnl_table *t = table_new(NFPROTO_INET, table, flags, true);
 	struct sl_nft_op *op;
 
 	if (!t)
@@ -118,7 +122,7 @@ int sl_nft_plan_add_table(struct sl_nft_plan *plan, const char *table, uint32_t 
 
 int sl_nft_plan_del_table(struct sl_nft_plan *plan, const char *table)
 {
-	struct nftnl_table *t = table_new(table, 0, false);
+	struct nftnl_table *t = table_new(NFPROTO_INET, table, 0, false);
 	struct sl_nft_op *op;
 
 	if (!t)
@@ -133,13 +137,13 @@ int sl_nft_plan_del_table(struct sl_nft_plan *plan, const char *table)
 	return 0;
 }
 
-static struct nftnl_chain *chain_new(const char *table, const char *name)
+static struct nftnl_chain *chain_new(uint8_t family, const char *table, const char *name)
 {
 	struct nftnl_chain *c = nftnl_chain_alloc();
 
 	if (!c)
 		return NULL;
-	nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, family);
 	if (nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table) < 0 ||
 	    nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0) {
 		nftnl_chain_free(c);
@@ -151,7 +155,7 @@ static struct nftnl_chain *chain_new(const char *table, const char *name)
 int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const char *chain,
 			  const char *type, int hook, int prio, int policy)
 {
-	struct nftnl_chain *c = chain_new(table, chain);
+	struct nftnl_chain *c = chain_new(NFPROTO_INET, table, chain);
 	struct sl_nft_op *op;
 
 	if (!c)
@@ -177,7 +181,7 @@ int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const cha
 
 int sl_nft_plan_del_chain(struct sl_nft_plan *plan, const char *table, const char *chain)
 {
-	struct nftnl_chain *c = chain_new(table, chain);
+	struct nftnl_chain *c = chain_new(NFPROTO_INET, table, chain);
 	struct sl_nft_op *op;
 
 	if (!c)
@@ -190,6 +194,100 @@ int sl_nft_plan_del_chain(struct sl_nft_plan *plan, const char *table, const cha
 	op->chain = c;
 	snprintf(op->what, sizeof(op->what), "deletion of chain '%s' in table inet %s", chain,
 		 table);
+	return 0;
+}
+
+int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const char *name)
+{
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	struct sl_nft_op *op;
+
+	if (!o)
+		return -ENOMEM;
+	nftnl_obj_set_u32(o, NFTNL_OBJ_FAMILY, NFPROTO_INET);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	/* This libnftnl's setter says nothing of a failed copy: ask. */
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, table);
+	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+	if (!nftnl_obj_is_set(o, NFTNL_OBJ_TABLE) || !nftnl_obj_is_set(o, NFTNL_OBJ_NAME)) {
+		nftnl_obj_free(o);
+		return -ENOMEM;
+	}
+	op = plan_push(plan, SL_NFT_OP_ADD_OBJ);
+	if (!op) {
+		nftnl_obj_free(o);
+		return -ENOMEM;
+	}
+	op->obj = o;
+	snprintf(op->what, sizeof(op->what), "counter '%s' in table inet %s", name, table);
+	return 0;
+}
+
+int sl_nft_plan_add_netdev_table(struct sl_nft_plan *plan, const char *table)
+{
+	struct nftnl_table *t = table_new(NFPROTO_NETDEV, table, 0, true);
+	struct sl_nft_op *op;
+
+	if (!t)
+		return -ENOMEM;
+	op = plan_push(plan, SL_NFT_OP_ADD_TABLE);
+	if (!op) {
+		nftnl_table_free(t);
+		return -ENOMEM;
+	}
+	op->family = NFPROTO_NETDEV;
+	op->table = t;
+	snprintf(op->what, sizeof(op->what), "table netdev %s", table);
+	return 0;
+}
+
+int sl_nft_plan_del_netdev_table(struct sl_nft_plan *plan, const char *table)
+{
+	struct nftnl_table *t = table_new(NFPROTO_NETDEV, table, 0, false);
+	struct sl_nft_op *op;
+
+	if (!t)
+		return -ENOMEM;
+	op = plan_push(plan, SL_NFT_OP_DEL_TABLE);
+	if (!op) {
+		nftnl_table_free(t);
+		return -ENOMEM;
+	}
+	op->family = NFPROTO_NETDEV;
+	op->table = t;
+	snprintf(op->what, sizeof(op->what), "deletion of table netdev %s", table);
+	return 0;
+}
+
+int sl_nft_plan_add_egress_chain(struct sl_nft_plan *plan, const char *table, const char *chain,
+				 const char *device, int prio, int policy)
+{
+	struct nftnl_chain *c = chain_new(NFPROTO_NETDEV, table, chain);
+	struct sl_nft_op *op;
+
+	if (!c)
+		return -ENOMEM;
+	if (strlen(device) >= IFNAMSIZ) {
+		nftnl_chain_free(c);
+		return -EINVAL;
+	}
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_NETDEV_EGRESS);
+	nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, (uint32_t)policy);
+	if (nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0 ||
+	    nftnl_chain_set_str(c, NFTNL_CHAIN_DEV, device) < 0) {
+		nftnl_chain_free(c);
+		return -ENOMEM;
+	}
+	op = plan_push(plan, SL_NFT_OP_ADD_CHAIN);
+	if (!op) {
+		nftnl_chain_free(c);
+		return -ENOMEM;
+	}
+	op->family = NFPROTO_NETDEV;
+	op->chain = c;
+	snprintf(op->what, sizeof(op->what), "chain '%s' (egress of %s) in table netdev %s",
+		 chain, device, table);
 	return 0;
 }
 
@@ -384,6 +482,39 @@ void sl_nft_match_daddr4(struct sl_nft_rb *rb, struct in_addr addr)
 	sl_nft_match_nfproto(rb, NFPROTO_IPV4);
 	rb_payload_load(rb, NFT_PAYLOAD_NETWORK_HEADER, 16, sizeof(addr));
 	rb_cmp(rb, NFT_CMP_EQ, &addr, sizeof(addr));
+}
+
+void sl_nft_match_saddr4(struct sl_nft_rb *rb, struct in_addr addr)
+{
+	sl_nft_match_nfproto(rb, NFPROTO_IPV4);
+	rb_payload_load(rb, NFT_PAYLOAD_NETWORK_HEADER, 12, sizeof(addr));
+	rb_cmp(rb, NFT_CMP_EQ, &addr, sizeof(addr));
+}
+
+void sl_nft_match_limit(struct sl_nft_rb *rb, uint64_t rate, uint32_t burst)
+{
+	struct nftnl_expr *e = rb_expr(rb, "limit");
+
+	if (!e)
+		return;
+	/* A token bucket per rule: "limit rate RATE/second burst BURST
+	 * packets". Over it the expression breaks the rule. */
+	nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_RATE, rate);
+	nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_UNIT, 1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_BURST, burst);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_FLAGS, 0);
+}
+
+void sl_nft_act_counter_ref(struct sl_nft_rb *rb, const char *name)
+{
+	struct nftnl_expr *e = rb_expr(rb, "objref");
+
+	if (!e)
+		return;
+	nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_IMM_TYPE, NFT_OBJECT_COUNTER);
+	if (nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_IMM_NAME, name) < 0)
+		rb->error = -ENOMEM;
 }
 
 void sl_nft_match_daddr6(struct sl_nft_rb *rb, const struct in6_addr *addr)

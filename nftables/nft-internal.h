@@ -21,6 +21,7 @@
 struct nftnl_table;
 struct nftnl_chain;
 struct nftnl_rule;
+struct nftnl_obj;
 
 enum sl_nft_op_type {
 	SL_NFT_OP_ADD_TABLE,
@@ -29,13 +30,16 @@ enum sl_nft_op_type {
 	SL_NFT_OP_FLUSH_CHAIN,
 	SL_NFT_OP_DEL_CHAIN,
 	SL_NFT_OP_ADD_RULE,
+	SL_NFT_OP_ADD_OBJ,
 };
 
 struct sl_nft_op {
 	enum sl_nft_op_type type;
+	uint8_t family;            /* NFPROTO_INET, or NFPROTO_NETDEV (egress) */
 	struct nftnl_table *table; /* ADD_TABLE, DEL_TABLE */
 	struct nftnl_chain *chain; /* ADD_CHAIN, DEL_CHAIN */
 	struct nftnl_rule *rule;   /* ADD_RULE; FLUSH_CHAIN (table+chain only) */
+	struct nftnl_obj *obj;     /* ADD_OBJ */
 	char what[128];            /* "rule 'reject tcp' in chain inet sluice output" */
 };
 
@@ -56,6 +60,16 @@ int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const cha
 			  const char *type, int hook, int prio, int policy);
 int sl_nft_plan_flush_chain(struct sl_nft_plan *plan, const char *table, const char *chain);
 int sl_nft_plan_del_chain(struct sl_nft_plan *plan, const char *table, const char *chain);
+/* A named counter object in inet `table` (rules refer to it by name, and
+ * it can be read back: sl_nft_sandbox_counters()). */
+int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const char *name);
+
+/* The netdev family (egress filtering of a device, below every inet hook):
+ * a table, and a base chain on hook NF_NETDEV_EGRESS of one device. */
+int sl_nft_plan_add_netdev_table(struct sl_nft_plan *plan, const char *table);
+int sl_nft_plan_del_netdev_table(struct sl_nft_plan *plan, const char *table);
+int sl_nft_plan_add_egress_chain(struct sl_nft_plan *plan, const char *table, const char *chain,
+				 const char *device, int prio, int policy);
 
 /*
  * Rules are built expression by expression: sl_nft_rule_new(), then the
@@ -81,14 +95,21 @@ void sl_nft_match_iif_not(struct sl_nft_rb *rb, uint32_t ifindex);
 void sl_nft_match_nfproto(struct sl_nft_rb *rb, uint8_t nfproto);
 void sl_nft_match_l4proto(struct sl_nft_rb *rb, uint8_t proto);
 void sl_nft_match_skuid(struct sl_nft_rb *rb, uint32_t uid, bool equal);
-/* Matches nfproto ipv4 and the IPv4 destination. */
+/* Matches nfproto ipv4 and the IPv4 destination (source). */
 void sl_nft_match_daddr4(struct sl_nft_rb *rb, struct in_addr addr);
+void sl_nft_match_saddr4(struct sl_nft_rb *rb, struct in_addr addr);
 /* Matches nfproto ipv6 and the IPv6 destination. */
 void sl_nft_match_daddr6(struct sl_nft_rb *rb, const struct in6_addr *addr);
 /* Matches l4proto and its destination port. */
 void sl_nft_match_dport(struct sl_nft_rb *rb, uint8_t proto, uint16_t port);
 
+/* Under `rate` packets per second with bursts of `burst`: packets over it
+ * end the rule there (nothing after the limit applies to them). */
+void sl_nft_match_limit(struct sl_nft_rb *rb, uint64_t rate, uint32_t burst);
+
 /* Actions. */
+/* Count the packet in the named counter object (then go on). */
+void sl_nft_act_counter_ref(struct sl_nft_rb *rb, const char *name);
 void sl_nft_act_verdict(struct sl_nft_rb *rb, int verdict);
 void sl_nft_act_log(struct sl_nft_rb *rb, uint16_t group, const char *prefix);
 void sl_nft_act_reject_tcp(struct sl_nft_rb *rb);
@@ -104,6 +125,8 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 			size_t errlen);
 int sl_nft_host_plan(struct sl_nft_plan *plan, const struct sl_nft_host *cfg, bool owner,
 		     char *err, size_t errlen);
+int sl_nft_egress_plan(struct sl_nft_plan *plan, const struct sl_nft_egress *cfg, char *err,
+		       size_t errlen);
 int sl_nft_guard_plan(struct sl_nft_plan *plan, const struct sl_nft_guard *cfg, char *err,
 		      size_t errlen);
 /* Removal: the whole table when `last` (no other uid left), else the chain. */
@@ -128,6 +151,9 @@ int sl_nft_get_genid(struct sl_nft *nft, uint32_t *ret_genid, char *err, size_t 
 int sl_nft_list_chains(struct sl_nft *nft, const char *table, char ***ret_names, char *err,
 		       size_t errlen);
 void sl_nft_strv_free(char **v);
+/* The packet count of counter object `name` in inet `table`. */
+int sl_nft_get_counter(struct sl_nft *nft, const char *table, const char *name,
+		       uint64_t *ret_packets, char *err, size_t errlen);
 
 /* Writes "what: message" to err when err is usable. */
 void sl_nft_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

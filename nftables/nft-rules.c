@@ -55,24 +55,36 @@ static int check_ports(const char *what, const uint16_t *ports, size_t n, char *
 	return 0;
 }
 
-/* "accept tcp to the gateway 10.0.0.1:3128" for each port. */
+/* "accept tcp to gateway 10.0.0.1:3128" for each port; with ifname and
+ * saddr, only from that interface and source ("... from 10.0.0.2"). Every
+ * rule names the IPv4 destination (and so nfproto ipv4) and the L4
+ * protocol: UDP and TCP alike, nothing to the port on another address or
+ * over IPv6 passes. */
 static int accept_ports4(struct sl_nft_plan *plan, const char *table, const char *chain,
-			 const char *ifname, struct in_addr addr, uint8_t proto,
-			 const uint16_t *ports, size_t n)
+			 const char *ifname, const struct in_addr *saddr, struct in_addr addr,
+			 uint8_t proto, const uint16_t *ports, size_t n)
 {
-	char a[INET_ADDRSTRLEN], comment[96];
+	char a[INET_ADDRSTRLEN], from[INET_ADDRSTRLEN + 8] = "", comment[112];
 	struct sl_nft_rb rb;
 
 	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	if (saddr) {
+		char sa[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, saddr, sa, sizeof(sa));
+		snprintf(from, sizeof(from), " from %s", sa);
+	}
 	for (size_t i = 0; i < n; i++) {
 		sl_nft_rb_start(&rb, table, chain);
 		if (ifname)
 			sl_nft_match_iifname(&rb, ifname);
+		if (saddr)
+			sl_nft_match_saddr4(&rb, *saddr);
 		sl_nft_match_daddr4(&rb, addr);
 		sl_nft_match_dport(&rb, proto, ports[i]);
 		sl_nft_act_verdict(&rb, NF_ACCEPT);
-		snprintf(comment, sizeof(comment), "accept %s to gateway %s:%u",
-			 proto == IPPROTO_TCP ? "tcp" : "udp", a, ports[i]);
+		snprintf(comment, sizeof(comment), "accept %s to gateway %s:%u%s",
+			 proto == IPPROTO_TCP ? "tcp" : "udp", a, ports[i], from);
 		TRY(sl_nft_plan_add_rule(plan, &rb, comment));
 	}
 	return 0;
@@ -130,6 +142,10 @@ static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cf
 	if (cfg->dns_port) {
 		static const uint8_t protos[] = { IPPROTO_UDP, IPPROTO_TCP };
 
+		/* IPv4 only, UDP as TCP: the DNAT is to an IPv4 address, and
+		 * IPv6 to port 53 (an attached container may keep IPv6 on its
+		 * own links) must meet the filter's reject, not slip through
+		 * a NAT rule that cannot apply to it. */
 		for (size_t i = 0; i < ELEMENTSOF(protos); i++) {
 			sl_nft_rb_start(&rb, t, c);
 			sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
@@ -187,6 +203,8 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 	TRY(sl_nft_plan_add_table(plan, t, 0));
 	TRY(sl_nft_plan_del_table(plan, t));
 	TRY(sl_nft_plan_add_table(plan, t, 0));
+	TRY(sl_nft_plan_add_counter(plan, t, SL_NFT_COUNTER_BLOCKED));
+	TRY(sl_nft_plan_add_counter(plan, t, SL_NFT_COUNTER_LOGGED));
 	TRY(sl_nft_plan_add_chain(plan, t, "output", "filter", NF_INET_LOCAL_OUT, PRIO_FILTER,
 				  NF_DROP));
 	TRY(sl_nft_plan_add_chain(plan, t, "input", "filter", NF_INET_LOCAL_IN, PRIO_FILTER,
@@ -203,21 +221,33 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 	 * from outside, which in an attached container's namespace (with
 	 * links of its own) is a way out: a peer connects in and the agent
 	 * streams to it. */
-	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_TCP, tcp, n_tcp));
-	TRY(accept_ports4(plan, t, "output", NULL, cfg->gateway, IPPROTO_UDP, udp, n_udp));
+	TRY(accept_ports4(plan, t, "output", NULL, NULL, cfg->gateway, IPPROTO_TCP, tcp, n_tcp));
+	TRY(accept_ports4(plan, t, "output", NULL, NULL, cfg->gateway, IPPROTO_UDP, udp, n_udp));
 	if (cfg->capture_port) {
 		/* A redirected connection still carries its first output
 		 * device (the veth) through this hook, not lo: accept it by
 		 * its rewritten destination, the capture listener. */
 		struct in_addr loopback = { .s_addr = htonl(INADDR_LOOPBACK) };
 
-		TRY(accept_ports4(plan, t, "output", NULL, loopback, IPPROTO_TCP,
+		TRY(accept_ports4(plan, t, "output", NULL, NULL, loopback, IPPROTO_TCP,
 				  &cfg->capture_port, 1));
 	}
 
+	/* Every packet from here on is blocked. Each is counted; copies to
+	 * NFLOG (one audit record each) are rate-limited, so that a loop of
+	 * sends cannot fill the disk or drown the log; packets over the limit
+	 * are rejected all the same. The gateway reports the difference of
+	 * the two counters as a record of its own. */
 	sl_nft_rb_start(&rb, t, "output");
+	sl_nft_act_counter_ref(&rb, SL_NFT_COUNTER_BLOCKED);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "count blocked packets"));
+
+	sl_nft_rb_start(&rb, t, "output");
+	sl_nft_match_limit(&rb, cfg->log_rate ? cfg->log_rate : SL_NFT_LOG_RATE_DEFAULT,
+			   cfg->log_burst ? cfg->log_burst : SL_NFT_LOG_BURST_DEFAULT);
+	sl_nft_act_counter_ref(&rb, SL_NFT_COUNTER_LOGGED);
 	sl_nft_act_log(&rb, cfg->nflog_group, SL_NFT_NFLOG_PREFIX);
-	TRY(sl_nft_plan_add_rule(plan, &rb, "copy blocked packets to nflog"));
+	TRY(sl_nft_plan_add_rule(plan, &rb, "copy blocked packets to nflog, rate-limited"));
 	TRY(reject_rest(plan, t, "output", NULL));
 
 	/* No IPv6 at all: not even router advertisements or answers. */
@@ -254,6 +284,10 @@ int sl_nft_host_plan(struct sl_nft_plan *plan, const struct sl_nft_host *cfg, bo
 		sl_nft_set_err(err, errlen, "host ruleset: no host end address");
 		return -EINVAL;
 	}
+	if (cfg->peer.s_addr == htonl(INADDR_ANY) || cfg->peer.s_addr == cfg->addr.s_addr) {
+		sl_nft_set_err(err, errlen, "host ruleset: no sandbox end address");
+		return -EINVAL;
+	}
 	TRY(check_ports("host ruleset: gateway tcp ports", cfg->tcp_ports, cfg->n_tcp_ports, err,
 			errlen));
 	TRY(check_ports("host ruleset: gateway udp ports", cfg->udp_ports, cfg->n_udp_ports, err,
@@ -273,14 +307,28 @@ int sl_nft_host_plan(struct sl_nft_plan *plan, const struct sl_nft_host *cfg, bo
 	TRY(sl_nft_plan_add_chain(plan, t, "forward", "filter", NF_INET_FORWARD, PRIO_FILTER,
 				  NF_ACCEPT));
 
-	TRY(accept_ports4(plan, t, "input", cfg->ifname, cfg->addr, IPPROTO_TCP, cfg->tcp_ports,
-			  cfg->n_tcp_ports));
-	TRY(accept_ports4(plan, t, "input", cfg->ifname, cfg->addr, IPPROTO_UDP, cfg->udp_ports,
-			  cfg->n_udp_ports));
+	/* The sandbox's own address on its own veth, both: a local process
+	 * can bind any source (IP_FREEBIND, no privilege needed) but its
+	 * packets come in on lo; a neighbour can spoof the source but not
+	 * the interface. */
+	TRY(accept_ports4(plan, t, "input", cfg->ifname, &cfg->peer, cfg->addr, IPPROTO_TCP,
+			  cfg->tcp_ports, cfg->n_tcp_ports));
+	TRY(accept_ports4(plan, t, "input", cfg->ifname, &cfg->peer, cfg->addr, IPPROTO_UDP,
+			  cfg->udp_ports, cfg->n_udp_ports));
 	sl_nft_rb_start(&rb, t, "input");
 	sl_nft_match_iifname(&rb, cfg->ifname);
 	sl_nft_act_verdict(&rb, NF_DROP);
 	TRY(sl_nft_plan_add_rule(plan, &rb, "drop the rest from the sandbox"));
+
+	/* Whatever else reaches the host end's address is not the sandbox:
+	 * another uid here (on lo, whatever source it chose), a host on the
+	 * LAN or a namespace that routes the pool's range to us. The
+	 * gateway injects the operator's credentials: it must not serve
+	 * them. Dropped, every protocol and port. */
+	sl_nft_rb_start(&rb, t, "input");
+	sl_nft_match_daddr4(&rb, cfg->addr);
+	sl_nft_act_verdict(&rb, NF_DROP);
+	TRY(sl_nft_plan_add_rule(plan, &rb, "drop anything else to the host end: not the sandbox"));
 
 	sl_nft_rb_start(&rb, t, "forward");
 	sl_nft_match_iifname(&rb, cfg->ifname);
@@ -366,4 +414,45 @@ int sl_nft_guard_remove_plan(struct sl_nft_plan *plan, uid_t uid, bool last)
 		return sl_nft_plan_del_table(plan, SL_NFT_GUARD_TABLE);
 	sl_nft_guard_chain_name(uid, c, sizeof(c));
 	return sl_nft_plan_del_chain(plan, SL_NFT_GUARD_TABLE, c);
+}
+
+/* ---- egress (attach) ---- */
+
+int sl_nft_egress_plan(struct sl_nft_plan *plan, const struct sl_nft_egress *cfg, char *err,
+		       size_t errlen)
+{
+	const char *t = SL_NFT_EGRESS_TABLE;
+	char chain[IFNAMSIZ + 16];
+
+	if (cfg->n_devices > SL_NFT_EGRESS_MAX_DEVICES) {
+		sl_nft_set_err(err, errlen, "egress ruleset: %zu devices, at most %d",
+			       cfg->n_devices, SL_NFT_EGRESS_MAX_DEVICES);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < cfg->n_devices; i++) {
+		const char *d = cfg->devices[i];
+
+		if (!d || !*d || strlen(d) >= IFNAMSIZ) {
+			sl_nft_set_err(err, errlen, "egress ruleset: bad device name '%s'",
+				       d ? d : "");
+			return -EINVAL;
+		}
+	}
+	/* Add and delete: whatever was there goes (also when nothing was);
+	 * then, with devices, the table again, in the same batch. */
+	TRY(sl_nft_plan_add_netdev_table(plan, t));
+	TRY(sl_nft_plan_del_netdev_table(plan, t));
+	if (!cfg->n_devices)
+		return 0;
+	TRY(sl_nft_plan_add_netdev_table(plan, t));
+	/* No rules: the policy drops every frame, IP or not, whoever wrote
+	 * it (an AF_PACKET socket, the kernel's own ARP and neighbour
+	 * discovery). Nothing of ours leaves by these devices: the sandbox
+	 * ruleset allows only the gateway, which is on the veth. */
+	for (size_t i = 0; i < cfg->n_devices; i++) {
+		snprintf(chain, sizeof(chain), "egress-%s", cfg->devices[i]);
+		TRY(sl_nft_plan_add_egress_chain(plan, t, chain, cfg->devices[i], PRIO_FILTER,
+						 NF_DROP));
+	}
+	return 0;
 }

@@ -204,3 +204,66 @@ int sl_nft_guard_remove(uid_t uid, char *err, size_t errlen)
 	}
 	return r;
 }
+
+int sl_nft_sandbox_counters(struct sl_nft *nft, uint64_t *ret_blocked, uint64_t *ret_logged,
+			    char *err, size_t errlen)
+{
+	uint64_t blocked, logged;
+	int r;
+
+	if (!nft)
+		return -EINVAL;
+	r = sl_nft_get_counter(nft, SL_NFT_SANDBOX_TABLE, SL_NFT_COUNTER_BLOCKED, &blocked, err,
+			       errlen);
+	if (r >= 0)
+		r = sl_nft_get_counter(nft, SL_NFT_SANDBOX_TABLE, SL_NFT_COUNTER_LOGGED, &logged,
+				       err, errlen);
+	if (r < 0)
+		return r;
+	*ret_blocked = blocked;
+	*ret_logged = logged;
+	return 0;
+}
+
+int sl_nft_egress_apply(struct sl_nft *nft, const struct sl_nft_egress *cfg, char *err,
+			size_t errlen)
+{
+	struct sl_nft_plan plan;
+	ssize_t failed = -1;
+	int r;
+
+	if (!nft || !cfg)
+		return -EINVAL;
+	sl_nft_plan_init(&plan);
+	r = sl_nft_egress_plan(&plan, cfg, err, errlen);
+	if (r >= 0)
+		r = sl_nft_send_plan(nft, &plan, NULL, &failed, err, errlen);
+	/* A kernel without the egress hook (before 5.16, or built without
+	 * CONFIG_NETFILTER_EGRESS) refuses the hook number itself. */
+	if ((r == -EOPNOTSUPP || r == -EINVAL) && failed >= 0 &&
+	    plan.ops[failed].type == SL_NFT_OP_ADD_CHAIN && err && errlen) {
+		size_t l = strlen(err);
+
+		snprintf(err + l, errlen - l,
+			 " (this kernel cannot filter a device's egress: Linux 5.16 or later with "
+			 "CONFIG_NETFILTER_EGRESS is needed)");
+		r = -EOPNOTSUPP;
+	}
+	sl_nft_plan_done(&plan);
+	return r;
+}
+
+int sl_nft_egress_delete(struct sl_nft *nft, char *err, size_t errlen)
+{
+	struct sl_nft_plan plan;
+	int r;
+
+	if (!nft)
+		return -EINVAL;
+	sl_nft_plan_init(&plan);
+	r = sl_nft_plan_del_netdev_table(&plan, SL_NFT_EGRESS_TABLE);
+	if (r >= 0)
+		r = sl_nft_send_plan(nft, &plan, NULL, NULL, err, errlen);
+	sl_nft_plan_done(&plan);
+	return r;
+}

@@ -49,19 +49,35 @@ struct sl_nft_sandbox {
 	 * connection (any port) is redirected to 127.0.0.1:capture_port in
 	 * the sandbox, where the caller keeps a listener. */
 	uint16_t capture_port;
-	/* When non-zero, UDP and TCP to port 53 anywhere is DNATed to
-	 * gateway:dns_port, for programs that ignore resolv.conf. */
+	/* When non-zero, IPv4 UDP and TCP to port 53 anywhere is DNATed to
+	 * gateway:dns_port, for programs that ignore resolv.conf. (IPv6 to
+	 * port 53 is never redirected: it is blocked like any other IPv6.) */
 	uint16_t dns_port;
+	/* NFLOG copies of blocked packets, at most log_rate a second with
+	 * bursts of log_burst (0: SL_NFT_LOG_RATE_DEFAULT, _BURST_DEFAULT).
+	 * Packets over the limit are rejected all the same, only not copied;
+	 * sl_nft_sandbox_counters() tells how many. */
+	uint32_t log_rate;
+	uint32_t log_burst;
 };
+
+#define SL_NFT_LOG_RATE_DEFAULT 20
+#define SL_NFT_LOG_BURST_DEFAULT 100
+/* The sandbox table's named counters: every packet the output chain
+ * blocks, and those of them copied to NFLOG (under the rate limit). */
+#define SL_NFT_COUNTER_BLOCKED "blocked"
+#define SL_NFT_COUNTER_LOGGED "logged"
+
 
 /*
  * Replace table `inet sluice` in the current namespace with:
- *  - output (filter, policy drop): accept oif lo; accept IPv4
- *    established/related; accept TCP/UDP to the gateway on its ports (the
- *    capture and DNS ports are always among them); copy everything else to
- *    NFLOG `nflog_group` with prefix SL_NFT_NFLOG_PREFIX, then reject it
- *    (TCP reset, ICMP/ICMPv6 admin-prohibited otherwise) so clients fail at
- *    once instead of timing out.
+ *  - output (filter, policy drop): accept oif lo; accept IPv4 TCP/UDP to
+ *    the gateway's address on its ports (the capture and DNS ports are
+ *    always among them); count everything else (counter "blocked"), copy
+ *    it to NFLOG `nflog_group` with prefix SL_NFT_NFLOG_PREFIX under the
+ *    rate limit (counter "logged"), then reject it (TCP reset, ICMP/ICMPv6
+ *    admin-prohibited otherwise) so clients fail at once instead of timing
+ *    out.
  *  - input (filter, policy accept): drop every IPv6 packet not on lo, so the
  *    sandbox cannot use IPv6 at all, not even to answer.
  *  - nat_output (nat, dstnat), only with capture_port or dns_port: the
@@ -81,11 +97,43 @@ int sl_nft_sandbox_delete(char *err, size_t errlen);
 
 struct sl_nft;
 
-/* Opens a NETLINK_NETFILTER socket in the current namespace. */
+/* Opens a NETLINK_NETFILTER socket in the current namespace. It stays
+ * bound to that namespace, whichever thread uses it later. */
 int sl_nft_open(struct sl_nft **ret, char *err, size_t errlen);
 /* Closes it; every table created through it with the owner flag vanishes
  * with it (the kernel removes them). Accepts NULL. */
 void sl_nft_close(struct sl_nft *nft);
+
+/* The two counters of table inet sluice in nft's namespace, as packets
+ * since the table was made: blocked, and copied to NFLOG. Their difference
+ * is what the rate limit kept out of the log. -ENOENT without the table. */
+int sl_nft_sandbox_counters(struct sl_nft *nft, uint64_t *ret_blocked, uint64_t *ret_logged,
+			    char *err, size_t errlen);
+
+/* ---- Raw frames: the netdev egress fence (`sluice attach`). ---- */
+
+/* Table `netdev sluice`, in the namespace of an attached container. */
+#define SL_NFT_EGRESS_TABLE "sluice"
+#define SL_NFT_EGRESS_MAX_DEVICES 64
+
+struct sl_nft_egress {
+	const char *const *devices; /* interface names, each < IFNAMSIZ */
+	size_t n_devices;           /* at most SL_NFT_EGRESS_MAX_DEVICES */
+};
+
+/*
+ * Replace table `netdev sluice` in nft's namespace with one base chain per
+ * device on the egress hook (Linux >= 5.16), policy drop and no rules: no
+ * frame leaves those devices, also none an AF_PACKET socket writes (which
+ * no inet hook sees, PACKET_QDISC_BYPASS included). With no device, the
+ * table is removed instead. No owner flag: like table inet sluice it
+ * fails closed if sluice dies, and goes with the namespace.
+ * -EOPNOTSUPP (err says so) when the kernel has no egress hook.
+ */
+int sl_nft_egress_apply(struct sl_nft *nft, const struct sl_nft_egress *cfg, char *err,
+			size_t errlen);
+/* Delete table `netdev sluice`. -ENOENT if there is none. */
+int sl_nft_egress_delete(struct sl_nft *nft, char *err, size_t errlen);
 
 /* ---- The host-side ruleset for one sandbox's veth. ---- */
 
@@ -93,6 +141,7 @@ struct sl_nft_host {
 	const char *name;   /* sandbox name: table "sluice-<name>", <= 24 chars */
 	const char *ifname; /* host end of the veth */
 	struct in_addr addr; /* host end's address (the gateway's) */
+	struct in_addr peer; /* the sandbox end's: the only source served */
 	uint16_t tcp_ports[SL_NFT_MAX_PORTS];
 	size_t n_tcp_ports;
 	uint16_t udp_ports[SL_NFT_MAX_PORTS];
@@ -101,9 +150,14 @@ struct sl_nft_host {
 
 /*
  * Replace table `inet sluice-<name>` (through `nft`'s socket) with:
- *  - input (filter, policy accept): from iifname `ifname`, accept only TCP
- *    and UDP to `addr` on the listed ports; drop the rest (the host's sshd,
- *    other addresses, other sandboxes' veths, 169.254.169.254);
+ *  - input (filter, policy accept): from iifname `ifname` and source
+ *    `peer`, accept only TCP and UDP to `addr` on the listed ports; drop
+ *    the rest from `ifname` (the host's sshd, other addresses, other
+ *    sandboxes' veths, 169.254.169.254); and drop anything else to `addr`
+ *    whatever it came in on: the gateway answers its sandbox only, not
+ *    another uid on the host (whose packets come in on lo, with any local
+ *    source address, also a freebound copy of `peer`), nor a neighbour or
+ *    namespace that routes the pool's range here;
  *  - forward (filter, policy accept): drop anything in or out of `ifname`,
  *    whatever net.ipv4.ip_forward says.
  * Only packets on `ifname` are matched; other interfaces are untouched.

@@ -8,7 +8,7 @@
  *   nft-apply nflog GROUP COUNT TIMEOUT_MS
  *       subscribe to NFLOG GROUP, print "ready", then one line per packet:
  *       "nflog PREFIX proto=N dst=ADDR"; exit 0 after COUNT, 1 on timeout
- *   nft-apply host NAME IFNAME ADDR TCP_PORTS UDP_PORTS
+ *   nft-apply host NAME IFNAME ADDR PEER TCP_PORTS UDP_PORTS
  *       apply the host ruleset with the owner flag, print "applied owner=0|1",
  *       and keep the socket (so the table) until stdin reaches EOF
  */
@@ -79,12 +79,13 @@ static int cmd_host(int argc, char **argv)
 	bool owned = false;
 	int r;
 
-	if (argc < 7 || inet_pton(AF_INET, argv[4], &cfg.addr) != 1)
+	if (argc < 8 || inet_pton(AF_INET, argv[4], &cfg.addr) != 1 ||
+	    inet_pton(AF_INET, argv[5], &cfg.peer) != 1)
 		return 2;
 	cfg.name = argv[2];
 	cfg.ifname = argv[3];
-	parse_ports(argv[5], cfg.tcp_ports, &cfg.n_tcp_ports);
-	parse_ports(argv[6], cfg.udp_ports, &cfg.n_udp_ports);
+	parse_ports(argv[6], cfg.tcp_ports, &cfg.n_tcp_ports);
+	parse_ports(argv[7], cfg.udp_ports, &cfg.n_udp_ports);
 	r = sl_nft_open(&nft, err, sizeof(err));
 	if (r >= 0)
 		r = sl_nft_host_apply(nft, &cfg, &owned, err, sizeof(err));

@@ -33,6 +33,7 @@ S=slt-nft-s$$
 G=slt-nft-g$$
 I=slt-nft-i$$
 tmp=$(mktemp -d /tmp/slt-nft-sandbox.XXXXXX)
+chmod 755 "$tmp" # another uid runs the probe too
 pids=()
 failed=0
 passed=0
@@ -172,7 +173,7 @@ expect "no rules: the sandbox reaches G's sshd stand-in :22" ok tcp 198.51.100.1
 
 # ---- host side: the veth reaches only the gateway ports, never forwarded ----
 mkfifo "$tmp/hold"
-ip netns exec "$G" "$APPLY" host sb1 v1 198.51.100.1 3128,3129 53 <"$tmp/hold" >"$tmp/host.out" 2>&1 &
+ip netns exec "$G" "$APPLY" host sb1 v1 198.51.100.1 198.51.100.2 3128,3129 53 <"$tmp/hold" >"$tmp/host.out" 2>&1 &
 hold_pid=$!
 pids+=($hold_pid)
 exec 9>"$tmp/hold"
@@ -187,6 +188,20 @@ expect_not "host rules: nothing forwarded to 203.0.113.2:80" ok tcp 203.0.113.2 
 expect_not "host rules: no udp forwarded to 203.0.113.2:53" ok udp 203.0.113.2 53
 c1=$(canary)
 check "host rules: the canary saw nothing ($c0 then $c1)" [ "$c0" = "$c1" ]
+# The gateway answers only the sandbox: not a process in G itself (on lo,
+# as another uid would), whatever source it picks, nor I, which routes
+# the sandbox's /30 to G.
+g0=$(grep -c '^tcp,198.51.100.1,3128$' "$tmp/g.log")
+got=$(ing timeout 10 "$PY" "$tmp/probe.py" tcp 198.51.100.1 3128)
+check "host rules: G's own processes (lo) do not reach the gateway :3128 ($got)" [ "$got" = timeout ]
+got=$(ing timeout 10 setpriv --reuid 65533 --regid 65533 --clear-groups "$PY" "$tmp/probe.py" tcp 198.51.100.1 3128)
+check "host rules: ... nor another uid there ($got)" [ "$got" = timeout ]
+got=$(ing timeout 10 "$PY" "$tmp/probe.py" udp 198.51.100.1 53)
+check "host rules: ... nor its udp to :53 ($got)" [ "$got" = timeout ]
+got=$(ini timeout 10 "$PY" "$tmp/probe.py" tcp 198.51.100.1 3128)
+check "host rules: a neighbour routing the pool here does not reach :3128 ($got)" [ "$got" = timeout ]
+check "host rules: ... and the gateway's listener saw none of them" \
+	[ "$(grep -c '^tcp,198.51.100.1,3128$' "$tmp/g.log")" = "$g0" ]
 exec 9>&-
 for _ in $(seq 50); do kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.1; done
 check "closing the owner socket removes table inet sluice-sb1" \
@@ -227,6 +242,22 @@ check "nflog: the blocked udp was copied" grep -q "proto=17 dst=203.0.113.2" "$t
 check "nflog: the blocked ping was copied" grep -q "proto=1 dst=203.0.113.2" "$tmp/nflog.out"
 check "nflog: the blocked IPv6 was copied" grep -q "proto=6 dst=2001:db8:1::1" "$tmp/nflog.out"
 sed 's/^/# /' "$tmp/nflog.out"
+
+# ---- blocked packets are counted; copies to NFLOG are rate-limited ----
+ins "$PY" -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(1000):
+    try: s.sendto(b"x", ("203.0.113.2", 6000 + i % 100))
+    except OSError: pass'
+counters=$(ins nft list counters table inet sluice 2>&1)
+blocked=$(awk '/counter blocked/ {f=1} f && /packets/ {print $2; exit}' <<<"$counters")
+logged=$(awk '/counter logged/ {f=1} f && /packets/ {print $2; exit}' <<<"$counters")
+check "rate limit: 1000 blocked udp sends all counted (blocked=$blocked)" [ "${blocked:-0}" -ge 1000 ]
+check "rate limit: at most a burst of them copied to nflog (logged=$logged)" \
+	sh -c "[ ${logged:-9999} -le 150 ] && [ ${logged:-0} -ge 1 ]"
+c3=$(canary)
+check "rate limit: none got out ($c1 then $c3)" [ "$c1" = "$c3" ]
 
 # ---- again without capture: replaced atomically, TCP elsewhere refused ----
 out=$(ins "$APPLY" sandbox 198.51.100.1 3128 53 7 2>&1)

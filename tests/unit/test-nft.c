@@ -119,9 +119,40 @@ static void test_sandbox_filter(void **state)
 	t = rule_text(&p, "accept udp to gateway 10.0.0.1:53");
 	assert_has(t, "[ cmp eq reg 1 0x00000011 ]");
 	assert_has(t, "[ cmp eq reg 1 0x00003500 ]");
+	/* Exactly as the TCP rule: IPv4, the gateway's address, UDP, 53.
+	 * Without any one of them UDP/53 elsewhere (IPv6 on a container's
+	 * own link, another resolver) would get out. */
+	assert_has(t, "[ meta load nfproto => reg 1 ]\n  [ cmp eq reg 1 0x00000002 ]");
+	assert_has(t, "[ cmp eq reg 1 0x0100000a ]");
+	assert_has(t, "[ meta load l4proto => reg 1 ]\n  [ cmp eq reg 1 0x00000011 ]");
+	for (size_t i = 0; i < p.n_ops; i++) {
+		if (p.ops[i].type != SL_NFT_OP_ADD_RULE || !strstr(p.ops[i].what, "accept") ||
+		    strstr(p.ops[i].what, "'accept lo'") || !strstr(p.ops[i].what, "output"))
+			continue;
+		nftnl_rule_snprintf(text, sizeof(text), p.ops[i].rule, NFTNL_OUTPUT_DEFAULT, 0);
+		assert_has(text, "[ cmp eq reg 1 0x00000002 ]");
+		assert_has(text, "[ payload load 4b @ network header + 16 => reg 1 ]");
+		assert_has(text, "[ meta load l4proto => reg 1 ]");
+		assert_has(text, "[ payload load 2b @ transport header + 2 => reg 1 ]");
+	}
 
 	t = rule_text(&p, "nflog");
 	assert_has(t, "[ log prefix " SL_NFT_NFLOG_PREFIX " group 7");
+	/* Rate-limited (the defaults: 20/s, bursts of 100), and counted on
+	 * the way: a flood cannot fill the log, and what it kept out is
+	 * known from the two counters. */
+	assert_has(t, "[ limit rate 20/second burst 100 type packets flags 0x0 ]");
+	assert_has(t, "[ objref type 1 name " SL_NFT_COUNTER_LOGGED " ]");
+	assert_true(strstr(t, "[ limit") < strstr(t, "[ objref"));
+	assert_true(strstr(t, "[ objref") < strstr(t, "[ log"));
+	t = rule_text(&p, "count blocked packets");
+	assert_has(t, "[ objref type 1 name " SL_NFT_COUNTER_BLOCKED " ]");
+	assert_true(op_index(&p, "counter '" SL_NFT_COUNTER_BLOCKED "'") > 2);
+	assert_true(op_index(&p, "counter '" SL_NFT_COUNTER_LOGGED "'") <
+		    op_index(&p, "count blocked packets"));
+	assert_true(op_index(&p, "10.0.0.1:53") < op_index(&p, "count blocked"));
+	assert_true(op_index(&p, "count blocked") < op_index(&p, "nflog"));
+	assert_int_equal(find_op(&p, "counter 'blocked'")->type, SL_NFT_OP_ADD_OBJ);
 
 	t = rule_text(&p, "reject tcp with reset");
 	assert_has(t, "[ reject type 1 code 0 ]");
@@ -175,6 +206,12 @@ static void test_sandbox_capture(void **state)
 	t = rule_text(&p, "dns over udp");
 	assert_has(t, "[ cmp eq reg 1 0x00003500 ]");
 	assert_has(t, "[ immediate reg 2 0x0000e914 ]"); /* 5353 */
+	/* IPv4 only, UDP as TCP: IPv6 to port 53 is never redirected. */
+	assert_has(t, "[ meta load nfproto => reg 1 ]\n  [ cmp eq reg 1 0x00000002 ]");
+	assert_has(t, "[ cmp eq reg 1 0x00000011 ]");
+	t = rule_text(&p, "dns over tcp");
+	assert_has(t, "[ meta load nfproto => reg 1 ]\n  [ cmp eq reg 1 0x00000002 ]");
+	assert_has(t, "[ cmp eq reg 1 0x00000006 ]");
 
 	/* lo and the gateway itself are not redirected, and before the rest. */
 	assert_true(op_index(&p, "no redirection on lo") < op_index(&p, "capture every"));
@@ -223,6 +260,7 @@ static void test_host(void **state)
 
 	(void)state;
 	inet_pton(AF_INET, "10.0.0.1", &c.addr);
+	inet_pton(AF_INET, "10.0.0.2", &c.peer);
 	sl_nft_plan_init(&p);
 	assert_int_equal(sl_nft_host_plan(&p, &c, true, err, sizeof(err)), 0);
 	assert_int_equal(p.ops[2].type, SL_NFT_OP_ADD_TABLE);
@@ -241,12 +279,47 @@ static void test_host(void **state)
 	t = rule_text(&p, "never forward to");
 	assert_has(t, "[ meta load oifname => reg 1 ]");
 
-	t = rule_text(&p, "accept tcp to gateway 10.0.0.1:3129");
+	/* The gateway's ports: its own veth AND the sandbox's own address. */
+	t = rule_text(&p, "accept tcp to gateway 10.0.0.1:3129 from 10.0.0.2");
+	assert_has(t, "[ meta load iifname => reg 1 ]");
+	assert_has(t, "[ payload load 4b @ network header + 12 => reg 1 ]\n"
+		      "  [ cmp eq reg 1 0x0200000a ]");
+	assert_has(t, "[ payload load 4b @ network header + 16 => reg 1 ]\n"
+		      "  [ cmp eq reg 1 0x0100000a ]");
+	t = rule_text(&p, "accept udp to gateway 10.0.0.1:53 from 10.0.0.2");
+	assert_has(t, "[ cmp eq reg 1 0x0200000a ]");
 	assert_has(t, "[ meta load iifname => reg 1 ]");
 	t = rule_text(&p, "drop the rest from the sandbox");
 	assert_has(t, "[ meta load iifname => reg 1 ]");
 	assert_true(op_index(&p, "10.0.0.1:53") < op_index(&p, "drop the rest"));
+	/* Anything else to the host end's address, on any interface (lo:
+	 * another uid; the LAN), is dropped: no iifname in that rule. */
+	t = rule_text(&p, "not the sandbox");
+	assert_has(t, "[ payload load 4b @ network header + 16 => reg 1 ]\n"
+		      "  [ cmp eq reg 1 0x0100000a ]");
+	assert_true(strstr(t, "iifname") == NULL);
+	assert_has(t, "drop");
+	assert_true(op_index(&p, "drop the rest") < op_index(&p, "not the sandbox"));
+	/* Only accepts come before it, and each names the veth and the peer. */
+	for (ssize_t i = 0; i < op_index(&p, "not the sandbox"); i++) {
+		if (p.ops[i].type != SL_NFT_OP_ADD_RULE || !strstr(p.ops[i].what, "input"))
+			continue;
+		nftnl_rule_snprintf(text, sizeof(text), p.ops[i].rule, NFTNL_OUTPUT_DEFAULT, 0);
+		assert_has(text, "[ meta load iifname => reg 1 ]");
+		if (strstr(p.ops[i].what, "accept"))
+			assert_has(text, "[ cmp eq reg 1 0x0200000a ]");
+	}
 	sl_nft_plan_done(&p);
+
+	/* No peer, or the peer is the host end itself: refused. */
+	c.peer.s_addr = 0;
+	assert_int_equal(sl_nft_host_plan(&p, &c, true, err, sizeof(err)), -EINVAL);
+	assert_has(err, "no sandbox end address");
+	sl_nft_plan_done(&p);
+	c.peer = c.addr;
+	assert_int_equal(sl_nft_host_plan(&p, &c, true, err, sizeof(err)), -EINVAL);
+	sl_nft_plan_done(&p);
+	inet_pton(AF_INET, "10.0.0.2", &c.peer);
 
 	assert_int_equal(sl_nft_host_plan(&p, &c, false, err, sizeof(err)), 0);
 	assert_int_equal(nftnl_table_get_u32(p.ops[2].table, NFTNL_TABLE_FLAGS), 0);
@@ -333,13 +406,86 @@ static void test_guard_v6_and_remove(void **state)
 	sl_nft_plan_done(&p);
 }
 
+static void test_sandbox_log_rate(void **state)
+{
+	struct sl_nft_plan p;
+	struct sl_nft_sandbox c;
+	const char *t;
+
+	(void)state;
+	sandbox_cfg(&c);
+	c.log_rate = 5;
+	c.log_burst = 7;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_plan(&p, &c, NULL, 0), 0);
+	t = rule_text(&p, "nflog");
+	assert_has(t, "[ limit rate 5/second burst 7 type packets");
+	sl_nft_plan_done(&p);
+}
+
+static void test_egress(void **state)
+{
+	const char *devs[] = { "eth0", "cx0" };
+	struct sl_nft_egress c = { .devices = devs, .n_devices = 2 };
+	const char *bad[] = { "a-name-longer-than-ifnamsiz" };
+	struct sl_nft_plan p;
+	char err[256] = "";
+	const char *t;
+
+	(void)state;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_egress_plan(&p, &c, err, sizeof(err)), 0);
+	/* Replace idiom in the netdev family, then one chain per device. */
+	assert_int_equal(p.n_ops, 5);
+	for (size_t i = 0; i < p.n_ops; i++)
+		assert_int_equal(p.ops[i].family, NFPROTO_NETDEV);
+	assert_int_equal(p.ops[0].type, SL_NFT_OP_ADD_TABLE);
+	assert_int_equal(p.ops[1].type, SL_NFT_OP_DEL_TABLE);
+	assert_int_equal(p.ops[2].type, SL_NFT_OP_ADD_TABLE);
+	assert_string_equal(nftnl_table_get_str(p.ops[2].table, NFTNL_TABLE_NAME),
+			    SL_NFT_EGRESS_TABLE);
+	t = chain_text(&p, "egress of eth0");
+	assert_has(t, "netdev sluice egress-eth0");
+	/* This libnftnl names no netdev hook but ingress: check the number. */
+	assert_has(t, "type filter hook");
+	assert_has(t, "prio 0 policy drop");
+	assert_int_equal(nftnl_chain_get_u32(find_op(&p, "egress of eth0")->chain,
+					     NFTNL_CHAIN_HOOKNUM),
+			 NF_NETDEV_EGRESS);
+	assert_string_equal(nftnl_chain_get_str(find_op(&p, "egress of cx0")->chain,
+						NFTNL_CHAIN_DEV),
+			    "cx0");
+	/* No rules at all: the policy drops every frame. */
+	for (size_t i = 0; i < p.n_ops; i++)
+		assert_int_not_equal(p.ops[i].type, SL_NFT_OP_ADD_RULE);
+	sl_nft_plan_done(&p);
+
+	/* No device: only the removal of what was there. */
+	c.n_devices = 0;
+	assert_int_equal(sl_nft_egress_plan(&p, &c, err, sizeof(err)), 0);
+	assert_int_equal(p.n_ops, 2);
+	assert_int_equal(p.ops[1].type, SL_NFT_OP_DEL_TABLE);
+	sl_nft_plan_done(&p);
+
+	c.devices = bad;
+	c.n_devices = 1;
+	assert_int_equal(sl_nft_egress_plan(&p, &c, err, sizeof(err)), -EINVAL);
+	assert_has(err, "bad device name");
+	sl_nft_plan_done(&p);
+	c.n_devices = SL_NFT_EGRESS_MAX_DEVICES + 1;
+	assert_int_equal(sl_nft_egress_plan(&p, &c, err, sizeof(err)), -EINVAL);
+	sl_nft_plan_done(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sandbox_filter),
 		cmocka_unit_test(test_sandbox_capture),
 		cmocka_unit_test(test_sandbox_invalid),
+		cmocka_unit_test(test_sandbox_log_rate),
 		cmocka_unit_test(test_host),
+		cmocka_unit_test(test_egress),
 		cmocka_unit_test(test_guard_v4),
 		cmocka_unit_test(test_guard_v6_and_remove),
 	};
