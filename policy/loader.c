@@ -847,9 +847,6 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
 {
 	struct sl_yaml l = { .file = path, .diags = diags };
 	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	size_t have = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
@@ -857,6 +854,16 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
 		sl_yaml_error_at_mark(&l, 0, 0, "cannot open: %s", strerror(-r));
 		return r;
 	}
+	return sl_policy_load_fd(fd, path, ret, diags);
+}
+
+int sl_policy_load_fd(int fd, const char *name, struct sl_policy **ret, struct sl_diags *diags)
+{
+	struct sl_yaml l = { .file = name, .diags = diags };
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t have = 0;
+
 	if (fstat(fd, &st) < 0) {
 		int r = negative_errno();
 		sl_yaml_error_at_mark(&l, 0, 0, "cannot stat: %s", strerror(-r));
@@ -893,5 +900,5 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
 			return -EAGAIN;
 		}
 	}
-	return sl_policy_load_buffer(path, buf, have, ret, diags);
+	return sl_policy_load_buffer(name, buf, have, ret, diags);
 }

@@ -129,6 +129,10 @@ void sl_diags_clear(struct sl_diags *d);
  * which file and why). diags may be NULL.
  */
 int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diags *diags);
+/* The same from a file already open for reading (whose place the caller
+ * has checked: safe-file.h); name is what messages call it. fd stays the
+ * caller's. */
+int sl_policy_load_fd(int fd, const char *name, struct sl_policy **ret, struct sl_diags *diags);
 int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct sl_policy **ret,
 			  struct sl_diags *diags);
 
@@ -222,3 +226,25 @@ static inline void sl_policy_freep(struct sl_policy **p)
 {
 	sl_policy_free(*p);
 }
+
+/* ---- What a reload may change (bindings.c) ---- */
+
+/* Where a policy sends its secrets: for each inject rule, the secret's
+ * name, the header and prefix it goes into, the host pattern and the
+ * ports. A copy, independent of the policy it was taken from (which the
+ * gateway frees when it likes), to compare a reload with. */
+struct sl_policy_bindings;
+
+int sl_policy_bindings_new(const struct sl_policy *p, struct sl_policy_bindings **ret);
+void sl_policy_bindings_free(struct sl_policy_bindings *b);
+
+/*
+ * May p replace the policy b was taken from? A reload may change rules,
+ * but every inject rule of p must send its secret only where b did: the
+ * same secret into the same header (case-insensitive) with the same
+ * prefix, on a host one of those patterns covers (the same pattern, or a
+ * name or narrower wildcard below an earlier wildcard), on ports that
+ * pattern named. Returns 0, or -EPERM with "file:line:col: why" in err.
+ */
+int sl_policy_bindings_check(const struct sl_policy_bindings *b, const struct sl_policy *p,
+			     char *err, size_t errlen);
