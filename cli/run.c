@@ -207,7 +207,7 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 		goto fail;
 	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox),
 				 SL_SERVE_PORT_PROXY, &r->user, (const char *const *)r->env_drop,
-				 &r->env);
+				 NULL, &r->env);
 	if (ret == 0) {
 		env_drop_secret_values(r);
 		ret = env_tls(r, r->policy);

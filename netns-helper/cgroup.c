@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Resource limits for the command: a cgroup "sluice-<pid>" created beneath
- * the group sluice itself runs in, for each controller a limit needs. The
- * unified hierarchy (v2) has one such group; v1 and hybrid machines, where
- * memory, pids and cpu are v1 controllers, one per controller. Only groups
- * we created are written to, except that on v2 a controller may have to be
- * enabled in our own group's cgroup.subtree_control (that is what
- * delegating a subtree to us means).
+ * The command's cgroups: "sluice-<pid>" groups created beneath the groups
+ * sluice itself runs in. There is always one that tracks every process the
+ * command forks, so that all of them end with it (nothing can outlive
+ * `sluice run`, or wait for it to exit): in the unified hierarchy (v2)
+ * whenever it is mounted, even on a hybrid machine whose controllers are
+ * all v1, because cgroup.kill needs no controller; else in a v1 hierarchy
+ * that every v1 machine has (freezer, which also lets us stop a fork bomb
+ * before we kill it, then pids, then systemd's named one). Limits add a
+ * group per controller where that controller lives: the same v2 group, or
+ * one per v1 hierarchy. Only groups we created are written to, except that
+ * on v2 a controller may have to be enabled in our own group's
+ * cgroup.subtree_control (that is what delegating a subtree to us means).
+ * The command cannot leave them: moving a process needs write access to
+ * another group's cgroup.procs, which only root has.
  *
  * Limits (the seeds' systemd recipe): MemoryMax (and no swap), TasksMax,
  * CPUQuota with a 100 ms period.
@@ -26,13 +33,20 @@
 #include "netns-internal.h"
 #include "util.h"
 
-#define MAX_GROUPS 3
+/* The tracking group and one per limit. */
+#define MAX_GROUPS 4
 #define CPU_PERIOD_US 100000u
+/* How long sl_netns_cgroup_kill() waits for the members to die: SIGKILL is
+ * immediate, but a process inside a slow system call (NFS, a dying disk)
+ * exits only when it returns. */
+#define KILL_ROUNDS 500
+#define KILL_TICK_NS (10 * 1000 * 1000)
 
 struct group {
 	char *dir;
 	int procs_fd; /* cgroup.procs, opened before the fork */
 	bool v2;
+	bool freezer; /* in the v1 freezer hierarchy */
 };
 
 struct sl_netns_cgroup {
@@ -207,29 +221,28 @@ static int write_knob(const struct group *g, const char *knob, const char *v, bo
 	return 0;
 }
 
-/* The group for controller c: an existing one when the hierarchy is shared
- * (v2, or co-mounted v1 controllers), else a new directory. */
-static int group_for(struct sl_netns_cgroup *cg, enum ctl c, struct group **ret, char *err,
-		     size_t errlen)
+/* The group "sluice-<pid>" beneath `parent`: the one we made already (the
+ * hierarchy is shared: v2, or co-mounted v1 controllers), else a new one. */
+static int add_group(struct sl_netns_cgroup *cg, const char *parent, bool v2, struct group **ret,
+		     char *err, size_t errlen)
 {
-	char parent[400], dir[512];
+	char dir[512];
 	struct group *g;
-	bool v2 = false;
 	int r;
 
-	r = locate(c, parent, sizeof(parent), &v2, err, errlen);
-	if (r < 0)
-		return r;
-	snprintf(dir, sizeof(dir), "%s/sluice-%d", parent, (int)getpid());
+	if (snprintf(dir, sizeof(dir), "%s/sluice-%d", parent, (int)getpid()) >=
+	    (int)sizeof(dir) - 16)
+		return sl_err(err, errlen, -ENAMETOOLONG, "cgroup: path too long");
 	for (size_t i = 0; i < cg->n; i++)
 		if (!strcmp(cg->g[i].dir, dir)) {
-			g = &cg->g[i];
-			goto enable;
+			*ret = &cg->g[i];
+			return 0;
 		}
+	if (cg->n >= MAX_GROUPS)
+		return sl_err(err, errlen, -E2BIG, "cgroup: too many hierarchies");
 	remove_stale(parent);
 	g = &cg->g[cg->n];
-	g->procs_fd = -1;
-	g->v2 = v2;
+	*g = (struct group){.procs_fd = -1, .v2 = v2};
 	g->dir = strdup(dir);
 	if (!g->dir)
 		return sl_err(err, errlen, -ENOMEM, "cgroup: out of memory");
@@ -242,7 +255,25 @@ static int group_for(struct sl_netns_cgroup *cg, enum ctl c, struct group **ret,
 	g->procs_fd = open(strcat(dir, "/cgroup.procs"), O_WRONLY | O_CLOEXEC);
 	if (g->procs_fd < 0)
 		return sl_err(err, errlen, negative_errno(), "cgroup: opening %s: %m", dir);
-enable:
+	*ret = g;
+	return 0;
+}
+
+/* The group for controller c, with the controller enabled for it. */
+static int group_for(struct sl_netns_cgroup *cg, enum ctl c, struct group **ret, char *err,
+		     size_t errlen)
+{
+	char parent[400];
+	struct group *g;
+	bool v2 = false;
+	int r;
+
+	r = locate(c, parent, sizeof(parent), &v2, err, errlen);
+	if (r < 0)
+		return r;
+	r = add_group(cg, parent, v2, &g, err, errlen);
+	if (r < 0)
+		return r;
 	if (v2) {
 		/* A v2 controller works in a child only when enabled in the
 		 * parent's subtree_control; the kernel refuses that (EBUSY)
@@ -259,6 +290,41 @@ enable:
 				      ctl_names[c], path, strerror(-r));
 	}
 	*ret = g;
+	return 0;
+}
+
+/* The tracking group: in v2 if mounted, else the first v1 hierarchy of
+ * these that is. */
+static int add_tracker(struct sl_netns_cgroup *cg, char *err, size_t errlen)
+{
+	static const char *const v1[] = {"freezer", "pids", "name=systemd"};
+	char mnt[256], path[256], parent[400];
+	const char *name = NULL;
+	struct group *g;
+	bool v2 = false;
+	int r;
+
+	if (own_path(NULL, path, sizeof(path)) == 0 && mount_point(NULL, mnt, sizeof(mnt)) == 0) {
+		v2 = true;
+	} else {
+		for (size_t i = 0; i < ELEMENTSOF(v1) && !name; i++)
+			if (own_path(v1[i], path, sizeof(path)) == 0 &&
+			    mount_point(v1[i], mnt, sizeof(mnt)) == 0)
+				name = v1[i];
+		if (!name)
+			return sl_err(err, errlen, -EOPNOTSUPP,
+				      "cgroup: no cgroup hierarchy is mounted (neither cgroup2 nor "
+				      "a v1 freezer, pids or systemd one): cannot make sure every "
+				      "process of the command ends with it");
+	}
+	if (snprintf(parent, sizeof(parent), "%s%s", mnt, strcmp(path, "/") ? path : "") >=
+	    (int)sizeof(parent))
+		return sl_err(err, errlen, -ENAMETOOLONG, "cgroup: path too long");
+	r = add_group(cg, parent, v2, &g, err, errlen);
+	if (r < 0)
+		return r;
+	if (name && !strcmp(name, "freezer"))
+		g->freezer = true;
 	return 0;
 }
 
@@ -313,6 +379,9 @@ int sl_netns_cgroup_new(const struct sl_netns_limits *limits, struct sl_netns_cg
 	cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return sl_err(err, errlen, -ENOMEM, "cgroup: out of memory");
+	r = add_tracker(cg, err, errlen);
+	if (r < 0)
+		return r;
 	if (limits->memory_bytes && (r = set_limit(cg, CTL_MEMORY, limits, err, errlen)) < 0)
 		return r;
 	if (limits->pids && (r = set_limit(cg, CTL_PIDS, limits, err, errlen)) < 0)
@@ -333,54 +402,139 @@ int sl_netns_cgroup_join(const struct sl_netns_cgroup *cg, char *err, size_t err
 	return 0;
 }
 
-/* SIGKILL whatever is in the group; 1 if there was anything, 0 if empty. */
-static int kill_members(const struct group *g)
+/* Is the group empty (or gone)? Read from cgroup.procs, which v1 and v2
+ * both have and which lists no zombie. */
+static bool group_empty(const struct group *g)
+{
+	char path[512], c;
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", g->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 || read(fd, &c, 1) <= 0;
+}
+
+/* SIGKILL every process cgroup.procs lists. */
+static void kill_listed(const struct group *g)
 {
 	char path[512];
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
-	int any = 0;
 	FILE *f;
 
-	/* v2 (Linux >= 5.14) kills the whole group in one write. */
-	if (g->v2 && snprintf(path, sizeof(path), "%s/cgroup.kill", g->dir) > 0 &&
-	    sl_write_file(path, "1") == 0)
-		return 0;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", g->dir);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return;
 	while (getline(&line, &cap, f) > 0) {
 		uint64_t pid;
 
 		line[strcspn(line, "\n")] = '\0';
-		if (sl_netns_parse_uint(line, 1, INT32_MAX, &pid) == 0 &&
-		    kill((pid_t)pid, SIGKILL) == 0)
-			any = 1;
+		if (sl_netns_parse_uint(line, 1, INT32_MAX, &pid) == 0)
+			(void)kill((pid_t)pid, SIGKILL);
 	}
 	fclose(f);
-	return any;
+}
+
+/* Wait (a little) until reading `knob` gives a line starting with `want`:
+ * a freeze takes effect asynchronously. */
+static void wait_for(const struct group *g, const char *knob, const char *want)
+{
+	const struct timespec tick = {.tv_nsec = 1000 * 1000};
+	char path[512], buf[256];
+
+	snprintf(path, sizeof(path), "%s/%s", g->dir, knob);
+	for (int tries = 0; tries < 50; tries++) {
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n;
+
+		if (fd < 0)
+			return;
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		if (strstr(buf, want))
+			return;
+		nanosleep(&tick, NULL);
+	}
+}
+
+static void write_knob_quiet(const struct group *g, const char *knob, const char *v)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", g->dir, knob);
+	(void)sl_write_file(path, v);
+}
+
+/* One round of killing. v2 (Linux >= 5.14) kills the whole group in one
+ * write, forks racing with it included. Else the group is frozen first
+ * where a freezer exists, so that nothing forks between reading the list
+ * and the signals; a v1-frozen process dies of SIGKILL only once thawed. */
+static void kill_group(const struct group *g)
+{
+	char path[512];
+
+	if (g->v2) {
+		snprintf(path, sizeof(path), "%s/cgroup.kill", g->dir);
+		if (sl_write_file(path, "1") == 0)
+			return;
+		write_knob_quiet(g, "cgroup.freeze", "1"); /* Linux >= 5.2 */
+		wait_for(g, "cgroup.events", "frozen 1");
+		kill_listed(g);
+		write_knob_quiet(g, "cgroup.freeze", "0");
+		return;
+	}
+	if (g->freezer) {
+		write_knob_quiet(g, "freezer.state", "FROZEN");
+		wait_for(g, "freezer.state", "FROZEN");
+		kill_listed(g);
+		write_knob_quiet(g, "freezer.state", "THAWED");
+		return;
+	}
+	kill_listed(g);
+}
+
+int sl_netns_cgroup_kill(const struct sl_netns_cgroup *cg)
+{
+	const struct timespec tick = {.tv_nsec = KILL_TICK_NS};
+
+	for (int round = 0; cg && round < KILL_ROUNDS; round++) {
+		bool any = false;
+
+		/* Every process is in every group; each group is still
+		 * checked, in case one join failed halfway. */
+		for (size_t i = 0; i < cg->n; i++)
+			if (!group_empty(&cg->g[i])) {
+				any = true;
+				kill_group(&cg->g[i]);
+			}
+		if (!any)
+			return 0;
+		nanosleep(&tick, NULL);
+	}
+	return cg ? -EBUSY : 0;
 }
 
 void sl_netns_cgroup_free(struct sl_netns_cgroup *cg)
 {
-	const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+	const struct timespec tick = {.tv_nsec = KILL_TICK_NS};
 
 	if (!cg)
 		return;
+	/* Whatever the command left behind goes with it. */
+	(void)sl_netns_cgroup_kill(cg);
 	for (size_t i = 0; i < cg->n; i++) {
 		struct group *g = &cg->g[i];
 
 		sl_closep(&g->procs_fd);
-		/* Whatever the command left behind goes with it. A killed
-		 * process leaves the group as it exits, a moment after the
-		 * signal: retry rmdir for up to two seconds. */
-		for (int tries = 0; tries < 200; tries++) {
-			if (rmdir(g->dir) == 0 || errno == ENOENT)
+		/* An exiting process may hold the group a moment longer
+		 * than it shows in cgroup.procs. */
+		for (int tries = 0; tries < 50; tries++) {
+			if (rmdir(g->dir) == 0 || errno != EBUSY)
 				break;
-			if (errno != EBUSY)
-				break;
-			(void)kill_members(g);
+			kill_group(g);
 			nanosleep(&tick, NULL);
 		}
 		free(g->dir);

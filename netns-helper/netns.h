@@ -87,26 +87,87 @@ int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret
 struct sl_netns_user {
 	uid_t uid;
 	gid_t gid;
-	char name[64]; /* "" when the uid has no passwd entry */
-	char home[256];
+	/* The passwd name, "sluice-<uid>" for an allocated user, "" for a
+	 * uid named by number without a passwd entry. USER and LOGNAME. */
+	char name[64];
+	char home[256]; /* HOME when not empty; "" for an allocated user */
 };
 
-/* `spec` is a user name or a numeric uid; NULL means SUDO_UID/SUDO_GID when
- * set (sluice run through sudo), else "nobody". uid 0 is refused: the point
- * is an unprivileged command. A numeric uid without a passwd entry gets the
- * gid of the same number. */
+/*
+ * The range sandbox users are allocated from (uid = gid): 0x7F000000 to
+ * 0x7F00FFFF, of which 0x7F000001..0x7F00FFFD are handed out. It lies in
+ * the block systemd leaves unused (UIDS-GIDS.md: above the container ranges
+ * 524288..1879048191 that systemd-nspawn and machined use, below the
+ * foreign-image range 0x7FFE0000..0x7FFEFFFF) and below 2^31, which some
+ * kernel file systems (devpts) and programs mistake for negative; far from
+ * the regular (1000..60000), DynamicUser= (61184..65519) and nobody users,
+ * and from the subordinate ranges useradd hands out (from 100000, 65536
+ * each). Each uid is also checked when allocated (see below).
+ */
+#define SL_NETNS_UID_BASE 0x7F000000u
+#define SL_NETNS_UID_COUNT 0x10000u
+
+/* `spec` is a user name or a numeric uid (`--user`). uid 0 and gid 0 are
+ * refused (-EPERM): the point is an unprivileged command; so is a uid or
+ * gid in the range above (-EINVAL: it could be a running sandbox's).
+ * A numeric uid without a passwd entry gets the gid of the same number
+ * and an empty name and home. NULL is -EINVAL: without --user, allocate. */
 int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err, size_t errlen);
+
+/*
+ * A user of the sandbox's own, as systemd's DynamicUser=: a uid (and the
+ * gid of the same number) from the range above that has no passwd or group
+ * entry, lies in no range of /etc/subuid or /etc/subgid, and that no process
+ * on the machine runs with (real, effective, saved or filesystem uid or gid,
+ * or a supplementary group: /proc is read after the lock is taken, which
+ * catches what a SIGKILLed sluice left behind). The search starts at a
+ * random place, so the next sandbox does not reuse the uid (and files) the
+ * last one had. name is "sluice-<uid>", home "".
+ *
+ * The uid is locked (flock on <lock_dir>/<uid>, NULL: /run/sluice/uid,
+ * created if missing) and *ret_lock_fd (O_CLOEXEC) holds the lock: keep it
+ * for the sandbox's whole life, until every process of the uid is gone
+ * (after sl_netns_cgroup_free()), then sl_netns_user_release(). -EUSERS
+ * when no uid is free. Needs no privilege beyond write access to lock_dir.
+ */
+int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
+			   char *err, size_t errlen);
+/* Remove the lock file (while still locked, so a concurrent allocator sees
+ * it is stale) and close lock_fd. lock_dir as given to allocate; a
+ * negative lock_fd is ignored. Plain close() is safe too: the file stays
+ * and is reused. */
+void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd);
+
+/* Pure parts of the allocation, for the unit tests. Does [start, start +
+ * count) overlap no range of a subordinate id file's content
+ * ("owner:start:count" lines; NULL: none)? */
+bool sl_netns_uid_range_free(const char *subid, uint32_t start, uint32_t count);
+/* Does a /proc/PID/status text (len bytes) list `id` on its Uid:, Gid: or
+ * Groups: line? */
+bool sl_netns_status_has_id(const char *status, size_t len, uint32_t id);
 
 /* ---- cgroups (v2, or v1/hybrid with memory, pids and cpu controllers). ---- */
 
 struct sl_netns_cgroup;
 
-/* Create "sluice-<pid>" beneath the cgroups sluice itself runs in, one per
- * controller a limit needs, and write the limits. Stale sluice-<pid> groups
- * of dead sluices there are removed first. */
+/*
+ * Create "sluice-<pid>" beneath the cgroups sluice itself runs in: always
+ * one that tracks every process the command forks (in the unified v2
+ * hierarchy when it is mounted, as on v2 and hybrid machines; else in the
+ * first mounted of the v1 freezer, pids and named systemd hierarchies),
+ * plus one per v1 controller a limit needs, with the limits written. All
+ * limits may be zero: then only the tracking group exists. Stale
+ * sluice-<pid> groups of dead sluices there are removed first (only empty
+ * ones). -EOPNOTSUPP when no hierarchy is mounted at all.
+ */
 int sl_netns_cgroup_new(const struct sl_netns_limits *limits, struct sl_netns_cgroup **ret,
 			char *err, size_t errlen);
-/* Kill whatever is still inside, remove the groups. Accepts NULL. */
+/* SIGKILL everything inside and wait until it is gone: cgroup.kill on v2
+ * (Linux 5.14+), else freeze, kill every member, thaw, and again until the
+ * groups are empty, for at most about 5 s. 0 when empty (and for NULL),
+ * -EBUSY when something is still inside (a process stuck in the kernel). */
+int sl_netns_cgroup_kill(const struct sl_netns_cgroup *cg);
+/* sl_netns_cgroup_kill(), then remove the groups. Accepts NULL. */
 void sl_netns_cgroup_free(struct sl_netns_cgroup *cg);
 
 /* ---- The sandbox: namespace, veth, addresses, route. ---- */
@@ -205,15 +266,39 @@ struct sl_netns_spawn {
 int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_errno, char *err,
 		   size_t errlen);
 
-/* The proxy variables for a gateway at host:port, added to (a copy of)
- * `base` in place of any of the same names: HTTP_PROXY, HTTPS_PROXY,
- * http_proxy, https_proxy, ALL_PROXY, all_proxy, NO_PROXY, no_proxy; plus
- * HOME, USER and LOGNAME of `user` when known. Variables named in `drop`
- * (NULL-terminated; may be NULL) are left out: the policy's secrets that
- * live in sluice's own environment must never reach the sandbox. Free
- * with sl_netns_env_free(). */
+/* ---- The command's environment. ---- */
+
+/*
+ * The command's whole environment, an allowlist (nothing else of sluice's
+ * own environment passes, so root's AWS_SECRET_ACCESS_KEY or GITHUB_TOKEN
+ * never reaches the agent), in this order:
+ *  1. from `base` (sluice's environment; may be NULL): PATH, LANG,
+ *     LANGUAGE, LC_*, TERM, COLORTERM, TZ, SHELL, the first of each name,
+ *     except those named in `drop`; PATH=/usr/local/bin:/usr/bin:/bin when
+ *     base has none. Never HOME, USER or LOGNAME: those are sluice's user's.
+ *  2. HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy, ALL_PROXY and
+ *     all_proxy naming http://gateway:port; NO_PROXY and no_proxy for
+ *     loopback.
+ *  3. HOME=user->home and USER=LOGNAME=user->name, each when not empty.
+ *  4. `extra` (--env; NULL-terminated; may be NULL), each replacing an
+ *     entry of the same name: "NAME=VALUE" sets NAME; "NAME" takes NAME's
+ *     value from `base`, or adds nothing when base has none or when NAME
+ *     is in `drop` (the caller should refuse such an --env and say why:
+ *     it names the variable a policy secret is read from).
+ * `drop` (NULL-terminated; may be NULL) names the variables policy secrets
+ * live in. -EINVAL when an extra entry's name is not [A-Za-z_][A-Za-z0-9_]*
+ * and -EPERM when it is a proxy variable (see sl_netns_env_extra_check);
+ * -ENOMEM. Free with sl_netns_env_free().
+ */
 int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
-		       const struct sl_netns_user *user, const char *const *drop, char ***ret);
+		       const struct sl_netns_user *user, const char *const *drop,
+		       const char *const *extra, char ***ret);
 void sl_netns_env_free(char **env);
+/* Is `name` a variable name, [A-Za-z_][A-Za-z0-9_]*? */
+bool sl_netns_env_name_valid(const char *name);
+/* Check one --env argument, "NAME" or "NAME=VALUE": 0; -EINVAL when NAME is
+ * not a valid name; -EPERM when it is one of the proxy variables sluice
+ * sets itself (the gateway is the sandbox's only way out). */
+int sl_netns_env_extra_check(const char *arg);
 /* Set NAME=VALUE in an environment built above, replacing NAME if there. */
 int sl_netns_env_set(char ***env, const char *name, const char *value);

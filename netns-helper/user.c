@@ -1,16 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Who the command runs as, and the environment it gets.
+ *
+ * By default a sandbox gets a uid of its own, as systemd's DynamicUser=
+ * does: a number from a range nothing else allocates from, that has no
+ * passwd or group entry, lies in no /etc/subuid or /etc/subgid range, and
+ * that no process on the machine runs with. A lock file per uid, held for
+ * the sandbox's whole life, keeps two sandboxes from sharing one; the check
+ * of /proc after the lock is taken catches what a SIGKILLed sluice left
+ * running (its lock died with it, its processes may not have).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "netns.h"
 #include "util.h"
+
+#define DEFAULT_UID_LOCK_DIR "/run/sluice/uid"
+/* /etc/subuid lists one range per user; a file larger than this is not
+ * one we can reason about, and we do not guess. */
+#define MAX_SUBID_FILE (1u << 20)
+/* Each uid whose lock we take costs a walk of /proc. More than this many
+ * locked-but-busy uids (processes left by SIGKILLed sluices) means
+ * something is wrong; say so rather than walk on. */
+#define MAX_PROC_SCANS 256
+/* /proc holds at most pid_max (<= 2^22) processes, plus a few dozen
+ * other entries: a bound that a healthy /proc never reaches. */
+#define MAX_PROC_ENTRIES ((1u << 22) + 4096)
+/* Opening a lock file whose previous holder unlinked it under us: retry
+ * a few times, it cannot keep happening. */
+#define MAX_LOCK_RACES 8
 
 static void fill_from_passwd(struct sl_netns_user *u, const struct passwd *pw)
 {
@@ -34,25 +67,22 @@ static int user_from_uid(uid_t uid, gid_t gid, bool gid_given, struct sl_netns_u
 	return 0;
 }
 
+static bool in_dynamic_range(uint64_t id)
+{
+	return id >= SL_NETNS_UID_BASE && id < (uint64_t)SL_NETNS_UID_BASE + SL_NETNS_UID_COUNT;
+}
+
 int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err, size_t errlen)
 {
 	struct sl_netns_user u;
-	uint64_t uid, gid;
+	uint64_t uid;
 	struct passwd *pw;
-	const char *su, *sg;
 
-	if (!spec) {
-		/* Through sudo, the agent runs as the user who asked for it. */
-		su = getenv("SUDO_UID");
-		sg = getenv("SUDO_GID");
-		if (su && sl_netns_parse_uint(su, 1, UINT32_MAX - 1, &uid) == 0) {
-			if (!sg || sl_netns_parse_uint(sg, 0, UINT32_MAX - 1, &gid) < 0)
-				gid = uid;
-			user_from_uid((uid_t)uid, (gid_t)gid, true, &u);
-			goto check;
-		}
-		spec = "nobody";
-	}
+	/* No default here any more: the sudo caller's uid is shared with
+	 * their unconfined processes, and "nobody" with every other
+	 * sandbox. The caller allocates a uid instead. */
+	if (!spec)
+		return sl_err(err, errlen, -EINVAL, "--user: no user given");
 	if (sl_netns_parse_uint(spec, 0, UINT32_MAX - 1, &uid) == 0) {
 		user_from_uid((uid_t)uid, (gid_t)uid, false, &u);
 		goto check;
@@ -75,19 +105,487 @@ check:
 	if (u.uid == 0 || u.gid == 0)
 		return sl_err(err, errlen, -EPERM,
 			      "--user: refusing to run the command as root (uid or gid 0)");
+	/* A uid of our own range named by hand could be one a running
+	 * sandbox holds: the lock would not know. */
+	if (in_dynamic_range(u.uid) || in_dynamic_range(u.gid))
+		return sl_err(err, errlen, -EINVAL,
+			      "--user: uid/gid %u/%u is in the range sluice allocates sandbox "
+			      "users from (%u-%u); leave --user out to get one",
+			      (unsigned)u.uid, (unsigned)u.gid, SL_NETNS_UID_BASE,
+			      SL_NETNS_UID_BASE + SL_NETNS_UID_COUNT - 1);
 	*ret = u;
 	return 0;
 }
 
-static int env_is(const char *entry, const char *const *names)
-{
-	for (; *names; names++) {
-		size_t n = strlen(*names);
+/* ---- The dynamic uid. ---- */
 
-		if (!strncmp(entry, *names, n) && entry[n] == '=')
-			return 1;
+/* Parse a decimal field of /etc/subuid that ends at `end`; false if it is
+ * not a number that fits. */
+static bool subid_field(const char *p, const char *end, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (p == end)
+		return false;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > UINT32_MAX)
+			return false;
 	}
+	*ret = v;
+	return true;
+}
+
+bool sl_netns_uid_range_free(const char *subid, uint32_t start, uint32_t count)
+{
+	const uint64_t lo = start, hi = (uint64_t)start + count; /* [lo, hi) */
+	const char *line = subid;
+
+	if (!subid || !count)
+		return true;
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		const char *end = nl ? nl : line + strlen(line);
+		const char *c1 = memchr(line, ':', (size_t)(end - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+		uint64_t s, n;
+
+		/* "owner:start:count", as shadow's subordinate id files. A
+		 * line shadow could not parse either grants nothing. */
+		if (c2 && line[0] != '#' && subid_field(c1 + 1, c2, &s) &&
+		    subid_field(c2 + 1, end, &n) && n > 0 && s < hi && lo < s + n)
+			return false;
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return true;
+}
+
+/* Does one "Uid:"/"Gid:"/"Groups:" line list `id`? `p` points past the
+ * label. */
+static bool line_lists(const char *p, const char *end, uint32_t id)
+{
+	while (p < end) {
+		uint64_t v = 0;
+		bool digits = false;
+
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		while (p < end && *p >= '0' && *p <= '9') {
+			v = v * 10 + (uint64_t)(*p++ - '0');
+			if (v > UINT32_MAX)
+				v = (uint64_t)UINT32_MAX + 1; /* matches nothing */
+			digits = true;
+		}
+		if (!digits)
+			return false;
+		if (v == id)
+			return true;
+	}
+	return false;
+}
+
+bool sl_netns_status_has_id(const char *status, size_t len, uint32_t id)
+{
+	static const char *const labels[] = {"Uid:", "Gid:", "Groups:"};
+	const char *line = status, *end = status + len;
+
+	while (line < end) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		const char *eol = nl ? nl : end;
+
+		for (size_t i = 0; i < ELEMENTSOF(labels); i++) {
+			size_t l = strlen(labels[i]);
+
+			if ((size_t)(eol - line) >= l && !memcmp(line, labels[i], l) &&
+			    line_lists(line + l, eol, id))
+				return true;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return false;
+}
+
+/* 1 when a process runs with `id` as one of its uids, gids (real,
+ * effective, saved, filesystem) or supplementary groups; 0 if none does;
+ * < 0 when /proc cannot be read. A process that exits while we look is
+ * skipped. */
+static int proc_uses_id(uint32_t id)
+{
+	_cleanup_close_ int dfd = -1;
+	struct dirent *e;
+	unsigned seen = 0;
+	int found = 0;
+	DIR *d;
+
+	dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	d = fdopendir(dfd);
+	if (!d)
+		return negative_errno();
+	dfd = -1; /* the DIR owns it now */
+	while (!found && (e = readdir(d))) {
+		char path[64], buf[8192];
+		_cleanup_close_ int fd = -1;
+		ssize_t n;
+
+		if (++seen > MAX_PROC_ENTRIES) {
+			found = -E2BIG;
+			break;
+		}
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+		    strspn(e->d_name, "0123456789") != strlen(e->d_name) ||
+		    snprintf(path, sizeof(path), "%.20s/status", e->d_name) >= (int)sizeof(path))
+			continue;
+		fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			continue; /* gone already */
+		/* Uid:, Gid: and Groups: come early; a Groups: line longer
+		 * than the buffer (only root can make one) is cut short. */
+		n = read(fd, buf, sizeof(buf));
+		if (n > 0 && sl_netns_status_has_id(buf, (size_t)n, id))
+			found = 1;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The whole of a small file, NUL-terminated, or NULL in *ret if it does
+ * not exist. */
+static int read_small_file(const char *path, char **ret)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t got = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			return negative_errno();
+		*ret = NULL;
+		return 0;
+	}
+	buf = malloc(MAX_SUBID_FILE + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = read(fd, buf + got, MAX_SUBID_FILE + 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > MAX_SUBID_FILE)
+			return -EFBIG;
+	}
+	buf[got] = '\0';
+	*ret = TAKE_PTR(buf);
 	return 0;
+}
+
+/* Is there a passwd or group entry for `id`? A lookup that fails for
+ * another reason than "no such entry" (ERANGE: an entry too big for our
+ * buffer) counts as one: we never take a uid we are unsure of. */
+static bool nss_knows(uint32_t id)
+{
+	char buf[16384];
+	struct passwd pw, *pwp = NULL;
+	struct group gr, *grp = NULL;
+	int r;
+
+	r = getpwuid_r((uid_t)id, &pw, buf, sizeof(buf), &pwp);
+	if (pwp || r == ERANGE)
+		return true;
+	r = getgrgid_r((gid_t)id, &gr, buf, sizeof(buf), &grp);
+	return grp || r == ERANGE;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[256];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return negative_errno();
+	return 0;
+}
+
+/* Take the lock file of `uid` in dir: 1 and *ret_fd when taken, 0 when
+ * another sandbox holds it, < 0 on error. The holder unlinks the file when
+ * it lets go (sl_netns_user_release), so a lock taken on a file that was
+ * unlinked meanwhile is no lock at all: check that the file we hold is
+ * still the one the name points to, as systemd's make_lock_file() does. */
+static int lock_uid(int dfd, const char *dir, uint32_t uid, int *ret_fd, char *err, size_t errlen)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%" PRIu32, uid);
+	for (int tries = 0; tries < MAX_LOCK_RACES; tries++) {
+		_cleanup_close_ int fd = -1;
+		struct stat a, b;
+
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+		if (fd < 0)
+			return sl_err(err, errlen, negative_errno(), "opening lock file %s/%s: %m",
+				      dir, name);
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK)
+				return 0;
+			return sl_err(err, errlen, negative_errno(), "locking %s/%s: %m", dir,
+				      name);
+		}
+		if (fstat(fd, &a) < 0)
+			return sl_err(err, errlen, negative_errno(), "stat %s/%s: %m", dir, name);
+		if (fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_nlink > 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			*ret_fd = TAKE_FD(fd);
+			return 1;
+		}
+	}
+	return sl_err(err, errlen, -EAGAIN, "locking %s/%s: the file keeps being replaced", dir,
+		      name);
+}
+
+/* Where the search starts: not predictable from one run to the next, so
+ * that the uid a sandbox just used (and may have left files as) is not
+ * the next sandbox's. Not a secret: a collision costs nothing but reuse. */
+static uint32_t random_start(uint32_t n)
+{
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec * 2654435761u ^ (uint32_t)getpid();
+	}
+	return v % n;
+}
+
+void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd)
+{
+	const char *dir = lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR;
+	char path[320];
+	struct stat a, b;
+
+	if (lock_fd < 0)
+		return;
+	/* Unlinked while still locked, so whoever opened the old file
+	 * meanwhile sees (lock_uid) that it is stale. Only our own file: the
+	 * name could only point elsewhere if someone else removed ours. */
+	if (snprintf(path, sizeof(path), "%s/%u", dir, (unsigned)uid) < (int)sizeof(path) &&
+	    fstat(lock_fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		(void)unlink(path);
+	sl_closep(&lock_fd);
+}
+
+int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
+			   char *err, size_t errlen)
+{
+	/* Low 16 bits 0, 0xfffe and 0xffff stay unused: code that reads a
+	 * uid the way container managers do (low 16 bits = the uid inside)
+	 * would take them for root, nobody and (uid_t)-1. */
+	const uint32_t first = SL_NETNS_UID_BASE + 1, n = SL_NETNS_UID_COUNT - 3;
+	const char *dir = lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR;
+	_cleanup_free_ char *subuid = NULL, *subgid = NULL;
+	_cleanup_close_ int dfd = -1;
+	unsigned scans = 0;
+	uint32_t start;
+	int r;
+
+	r = read_small_file("/etc/subuid", &subuid);
+	if (r < 0)
+		return sl_err(err, errlen, r, "reading /etc/subuid: %s", strerror(-r));
+	r = read_small_file("/etc/subgid", &subgid);
+	if (r < 0)
+		return sl_err(err, errlen, r, "reading /etc/subgid: %s", strerror(-r));
+	r = mkdir_p(dir);
+	if (r < 0)
+		return sl_err(err, errlen, r, "creating %s: %s", dir, strerror(-r));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return sl_err(err, errlen, negative_errno(), "opening %s: %m", dir);
+
+	start = random_start(n);
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t id = first + (start + i) % n;
+		_cleanup_close_ int fd = -1;
+		struct sl_netns_user u = {.uid = id, .gid = id};
+
+		if (!sl_netns_uid_range_free(subuid, id, 1) ||
+		    !sl_netns_uid_range_free(subgid, id, 1))
+			continue;
+		if (nss_knows(id))
+			continue;
+		r = lock_uid(dfd, dir, id, &fd, err, errlen);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue; /* another sandbox's */
+		/* Only a lock holder starts processes with this uid, but a
+		 * holder that was SIGKILLed leaves them running unlocked. */
+		if (++scans > MAX_PROC_SCANS)
+			return sl_err(err, errlen, -EUSERS,
+				      "allocating a uid: %u uids in %u-%u are still used by "
+				      "processes no sluice owns",
+				      MAX_PROC_SCANS, first, first + n - 1);
+		r = proc_uses_id(id);
+		if (r < 0)
+			return sl_err(err, errlen, r, "allocating a uid: reading /proc: %s",
+				      strerror(-r));
+		if (r > 0) {
+			sl_netns_user_release(dir, id, TAKE_FD(fd));
+			continue;
+		}
+		snprintf(u.name, sizeof(u.name), "sluice-%" PRIu32, id);
+		*ret = u;
+		*ret_lock_fd = TAKE_FD(fd);
+		return 0;
+	}
+	return sl_err(err, errlen, -EUSERS, "allocating a uid: every uid in %u-%u is in use", first,
+		      first + n - 1);
+}
+
+/* ---- The environment. ---- */
+
+/* What sluice sets itself; never taken from its own environment nor from
+ * --env: the gateway is the sandbox's only way out. */
+static const char *const proxy_vars[] = {"HTTP_PROXY",	"HTTPS_PROXY", "http_proxy",
+					 "https_proxy", "ALL_PROXY",   "all_proxy",
+					 "NO_PROXY",	"no_proxy",    NULL};
+#define NO_PROXY_VALUE "localhost,127.0.0.1,::1"
+
+/* What passes from sluice's own environment: the locale, the terminal and
+ * the time zone, which tools need to behave, and nothing that could hold a
+ * credential. HOME, USER and LOGNAME describe the user sluice runs as, not
+ * the command's: they come from the sandbox's user instead. */
+static const char *const allowed_vars[] = {"PATH",	"LANG", "LANGUAGE", "TERM",
+					   "COLORTERM", "TZ",	"SHELL",    NULL};
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* The length of the name in "NAME=VALUE" (or of all of "NAME"). */
+static size_t name_len(const char *entry)
+{
+	return strcspn(entry, "=");
+}
+
+static bool name_is(const char *entry, size_t len, const char *name)
+{
+	return strlen(name) == len && !memcmp(entry, name, len);
+}
+
+static bool name_in(const char *entry, size_t len, const char *const *names)
+{
+	for (; names && *names; names++)
+		if (name_is(entry, len, *names))
+			return true;
+	return false;
+}
+
+static bool name_valid(const char *s, size_t len)
+{
+	if (len == 0 ||
+	    !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+		return false;
+	for (size_t i = 1; i < len; i++)
+		if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+bool sl_netns_env_name_valid(const char *name)
+{
+	return name && name_valid(name, strlen(name));
+}
+
+int sl_netns_env_extra_check(const char *arg)
+{
+	size_t len;
+
+	if (!arg)
+		return -EINVAL;
+	len = name_len(arg);
+	if (!name_valid(arg, len))
+		return -EINVAL;
+	if (name_in(arg, len, proxy_vars))
+		return -EPERM;
+	return 0;
+}
+
+static bool allowed_from_base(const char *entry, size_t len)
+{
+	/* LC_ALL, LC_CTYPE, LC_MESSAGES, ... */
+	return name_in(entry, len, allowed_vars) ||
+	       (len > 3 && !memcmp(entry, "LC_", 3) && name_valid(entry, len));
+}
+
+/* The entry of `base` for the name of `entry` (its first: what getenv()
+ * would return), or NULL. */
+static const char *base_lookup(char *const *base, const char *name, size_t len)
+{
+	for (size_t i = 0; base && base[i]; i++)
+		if (name_len(base[i]) == len && base[i][len] == '=' && !memcmp(base[i], name, len))
+			return base[i];
+	return NULL;
+}
+
+/* Add "NAME=VALUE" (taken over: freed on failure too) to a NULL-terminated
+ * environment of *n entries, replacing an entry of the same name unless
+ * `keep_first`. */
+static int env_put(char ***env, size_t *n, char *kv, bool keep_first)
+{
+	size_t len;
+	char **grown;
+
+	if (!kv)
+		return -ENOMEM;
+	len = name_len(kv);
+	for (size_t i = 0; i < *n; i++)
+		if (name_len((*env)[i]) == len && !memcmp((*env)[i], kv, len)) {
+			if (keep_first) {
+				free(kv);
+			} else {
+				free((*env)[i]);
+				(*env)[i] = kv;
+			}
+			return 0;
+		}
+	grown = realloc(*env, (*n + 2) * sizeof(*grown));
+	if (!grown) {
+		free(kv);
+		return -ENOMEM;
+	}
+	grown[(*n)++] = kv;
+	grown[*n] = NULL;
+	*env = grown;
+	return 0;
+}
+
+static char *kv_new(const char *name, const char *value)
+{
+	char *kv;
+
+	return asprintf(&kv, "%s=%s", name, value) < 0 ? NULL : kv;
 }
 
 void sl_netns_env_free(char **env)
@@ -99,79 +597,81 @@ void sl_netns_env_free(char **env)
 	free(env);
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, sl_netns_env_free)
+
 int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
-		       const struct sl_netns_user *user, const char *const *drop, char ***ret)
+		       const struct sl_netns_user *user, const char *const *drop,
+		       const char *const *extra, char ***ret)
 {
-	static const char *const proxy[] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
-					    "https_proxy", "ALL_PROXY",	  "all_proxy",
-					    NULL};
-	static const char *const no_proxy[] = {"NO_PROXY", "no_proxy", NULL};
-	static const char *const ident[] = {"HOME", "USER", "LOGNAME", NULL};
+	_cleanup_(sl_netns_env_freep) char **env = NULL;
 	char url[64], addr[INET_ADDRSTRLEN];
-	size_t n = 0, k = 0;
-	char **env;
+	size_t n = 0;
+	int r;
+
+	/* Refuse a bad --env before anything else. */
+	for (size_t i = 0; extra && extra[i]; i++) {
+		r = sl_netns_env_extra_check(extra[i]);
+		if (r < 0)
+			return r;
+	}
+	env = calloc(1, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	for (size_t i = 0; base && base[i]; i++) {
+		size_t len = name_len(base[i]);
+
+		if (base[i][len] != '=' || !allowed_from_base(base[i], len) ||
+		    name_in(base[i], len, drop))
+			continue;
+		r = env_put(&env, &n, strdup(base[i]), true);
+		if (r < 0)
+			return r;
+	}
+	if (!base_lookup(env, "PATH", 4) &&
+	    (r = env_put(&env, &n, strdup("PATH=" DEFAULT_PATH), true)) < 0)
+		return r;
 
 	inet_ntop(AF_INET, &gateway, addr, sizeof(addr));
 	snprintf(url, sizeof(url), "http://%s:%u", addr, port);
-	while (base && base[n])
-		n++;
-	env = calloc(n + ELEMENTSOF(proxy) + ELEMENTSOF(no_proxy) + ELEMENTSOF(ident) + 1,
-		     sizeof(*env));
-	if (!env)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		/* Ours replace the caller's: a stale proxy from sluice's own
-		 * environment must not be what the command believes in. */
-		if (env_is(base[i], proxy) || env_is(base[i], no_proxy) ||
-		    (user->name[0] && env_is(base[i], ident)) || (drop && env_is(base[i], drop)))
-			continue;
-		if (!(env[k++] = strdup(base[i])))
-			goto oom;
+	for (size_t i = 0; proxy_vars[i]; i++) {
+		bool no = !strcasecmp(proxy_vars[i], "NO_PROXY");
+
+		r = env_put(&env, &n, kv_new(proxy_vars[i], no ? NO_PROXY_VALUE : url), false);
+		if (r < 0)
+			return r;
 	}
-	for (size_t i = 0; proxy[i]; i++)
-		if (asprintf(&env[k++], "%s=%s", proxy[i], url) < 0)
-			goto oom_last;
-	for (size_t i = 0; no_proxy[i]; i++)
-		if (!(env[k++] = strdup(i ? "no_proxy=localhost,127.0.0.1,::1"
-					  : "NO_PROXY=localhost,127.0.0.1,::1")))
-			goto oom;
-	if (user->name[0]) {
-		if (asprintf(&env[k++], "HOME=%s", user->home) < 0 ||
-		    asprintf(&env[k++], "USER=%s", user->name) < 0 ||
-		    asprintf(&env[k++], "LOGNAME=%s", user->name) < 0)
-			goto oom_last;
+	if (user->home[0] && (r = env_put(&env, &n, kv_new("HOME", user->home), false)) < 0)
+		return r;
+	if (user->name[0] && ((r = env_put(&env, &n, kv_new("USER", user->name), false)) < 0 ||
+			      (r = env_put(&env, &n, kv_new("LOGNAME", user->name), false)) < 0))
+		return r;
+
+	/* --env last: the operator's explicit word beats our defaults, but
+	 * never brings back a variable the policy reads a secret from. */
+	for (size_t i = 0; extra && extra[i]; i++) {
+		size_t len = name_len(extra[i]);
+		const char *from;
+
+		if (extra[i][len] == '=') {
+			r = env_put(&env, &n, strdup(extra[i]), false);
+		} else {
+			if (name_in(extra[i], len, drop) ||
+			    !(from = base_lookup(base, extra[i], len)))
+				continue;
+			r = env_put(&env, &n, strdup(from), false);
+		}
+		if (r < 0)
+			return r;
 	}
-	*ret = env;
+	*ret = TAKE_PTR(env);
 	return 0;
-oom_last:
-	env[--k] = NULL; /* asprintf leaves it undefined on failure */
-oom:
-	sl_netns_env_free(env);
-	return -ENOMEM;
 }
 
 int sl_netns_env_set(char ***env, const char *name, const char *value)
 {
-	size_t n = 0, len = strlen(name), i;
-	char *kv, **grown;
+	size_t n = 0;
 
-	if (asprintf(&kv, "%s=%s", name, value) < 0)
-		return -ENOMEM;
 	while ((*env)[n])
 		n++;
-	for (i = 0; i < n; i++)
-		if (strncmp((*env)[i], name, len) == 0 && (*env)[i][len] == '=') {
-			free((*env)[i]);
-			(*env)[i] = kv;
-			return 0;
-		}
-	grown = realloc(*env, (n + 2) * sizeof(*grown));
-	if (!grown) {
-		free(kv);
-		return -ENOMEM;
-	}
-	grown[n] = kv;
-	grown[n + 1] = NULL;
-	*env = grown;
-	return 0;
+	return env_put(env, &n, kv_new(name, value), false);
 }
