@@ -26,6 +26,8 @@
 /* At the end, what is still queued is read (the command has exited, so
  * every copy it caused is there), up to this many datagrams. */
 #define NFLOG_READS_AT_STOP 4096
+/* How often what the rate limit kept out of NFLOG is audited (as a count). */
+#define UNLOGGED_EVERY_MS 5000
 
 static const char *proto_name(const struct sl_nft_blocked *b, char *buf, size_t len)
 {
@@ -108,6 +110,48 @@ static uint64_t audit_losses(struct sl_serve *t, bool final)
 	return l.overflows;
 }
 
+/* The sandbox ruleset copies blocked packets to NFLOG under a rate limit
+ * (nft.h); the rest are rejected all the same and only counted. Their
+ * number since the last report is audited as one record, so the log says
+ * how much it does not show: blocked = records + lost + not logged. The
+ * counters are read blocked first, then logged, so that a packet between
+ * the two rules is never counted as unlogged: the count can only lag, and
+ * the final read, once nothing is sent any more, is exact. */
+static void audit_unlogged(struct sl_serve *t)
+{
+	uint64_t blocked, logged, unlogged;
+	char reason[96], err[256];
+	struct sl_audit_record rec = {
+	    .sandbox = t->sandbox_name,
+	    .event = "blocked",
+	    .port = -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = reason,
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
+	};
+
+	if (!t->nft_inside || !t->audit)
+		return;
+	if (sl_nft_sandbox_counters(t->nft_inside, &blocked, &logged, err, sizeof(err)) < 0)
+		return; /* the table went with an attached namespace's teardown */
+	unlogged = blocked > logged ? blocked - logged : 0;
+	if (unlogged <= t->unlogged_reported)
+		return;
+	snprintf(reason, sizeof(reason), "blocked-packets-not-logged: %llu (rate limit)",
+		 (unsigned long long)(unlogged - t->unlogged_reported));
+	t->unlogged_reported = unlogged;
+	rec.ts_ms = sl_audit_now_ms();
+	(void)sl_audit_write(t->audit, &rec);
+}
+
+static void unlogged_timer_cb(uv_timer_t *tm)
+{
+	audit_unlogged(container_of(tm, struct sl_serve, unlogged_timer));
+}
+
 static void nflog_poll_cb(uv_poll_t *p, int status, int events)
 {
 	struct sl_serve *t = container_of(p, struct sl_serve, nflog_poll);
@@ -145,19 +189,35 @@ static void blocked_stop(struct sl_serve *t)
 	(void)sl_nft_nflog_read(t->nflog, NFLOG_READS_AT_STOP, audit_blocked, t);
 	audit_losses(t, true);
 	uv_close((uv_handle_t *)&t->nflog_poll, nflog_closed_cb);
+	if (t->unlogged_timer_on) {
+		t->unlogged_timer_on = false;
+		uv_timer_stop(&t->unlogged_timer);
+		uv_close((uv_handle_t *)&t->unlogged_timer, NULL);
+	}
+	audit_unlogged(t);
+	sl_nft_close(TAKE_PTR(t->nft_inside));
 }
 
 struct nflog_open {
 	struct sl_nft_nflog **ret;
+	struct sl_nft **ret_nft;
 	char *err;
 	size_t errlen;
 };
 
+/* Both sockets are made in the sandbox's namespace and stay bound to it. */
 static int nflog_open_inside(void *userdata)
 {
 	struct nflog_open *o = userdata;
+	int r;
 
-	return sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, o->ret, o->err, o->errlen);
+	r = sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, o->ret, o->err, o->errlen);
+	if (r < 0)
+		return r;
+	r = sl_nft_open(o->ret_nft, o->err, o->errlen);
+	if (r < 0)
+		sl_nft_nflog_close(TAKE_PTR(*o->ret));
+	return r;
 }
 
 /* Subscribe to the sandbox's NFLOG group (NFLOG is per namespace, so the
@@ -166,7 +226,8 @@ static int nflog_open_inside(void *userdata)
 static int blocked_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, char *err,
 			 size_t errlen)
 {
-	struct nflog_open o = {.ret = &t->nflog, .err = err, .errlen = errlen};
+	struct nflog_open o = {.ret = &t->nflog, .ret_nft = &t->nft_inside, .err = err,
+			       .errlen = errlen};
 	int ret;
 
 	if (!t->audit)
@@ -178,10 +239,14 @@ static int blocked_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, 
 	ret = uv_poll_init(&t->loop, &t->nflog_poll, sl_nft_nflog_fd(t->nflog));
 	if (ret < 0) {
 		sl_nft_nflog_close(TAKE_PTR(t->nflog));
+		sl_nft_close(TAKE_PTR(t->nft_inside));
 		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
 		return ret;
 	}
 	t->nflog_polling = true;
+	uv_timer_init(&t->loop, &t->unlogged_timer);
+	t->unlogged_timer_on = true;
+	uv_timer_start(&t->unlogged_timer, unlogged_timer_cb, UNLOGGED_EVERY_MS, UNLOGGED_EVERY_MS);
 	ret = uv_poll_start(&t->nflog_poll, UV_READABLE, nflog_poll_cb);
 	if (ret < 0) {
 		blocked_stop(t);
@@ -300,6 +365,10 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 		return ret;
 	sl_gw_config_defaults(&cfg);
 	cfg.sandbox = sl_netns_sandbox_host_ifname(sb);
+	/* Only the sandbox's own address is served (the host's rules say
+	 * the same; this holds if they are flushed). */
+	((struct sockaddr_in *)&cfg.allowed_peer)->sin_family = AF_INET;
+	((struct sockaddr_in *)&cfg.allowed_peer)->sin_addr = sl_netns_sandbox_peer_addr(sb);
 	ret = sl_gw_new(&t->loop, &cfg, TAKE_PTR(*policy), t->resolver, t->audit, &t->gw);
 	if (ret < 0) {
 		snprintf(err, errlen, "gateway: %s", strerror(-ret));

@@ -55,6 +55,13 @@ struct sl_serve {
 	bool nflog_polling;
 	uint64_t nflog_overflows; /* seen, but not yet counted by a gap */
 	const char *sandbox_name;
+	/* The sandbox table's counters, read through a socket made in its
+	 * namespace: blocked packets the rate limit kept out of NFLOG are
+	 * audited as a count, every few seconds and at the end. */
+	struct sl_nft *nft_inside;
+	uv_timer_t unlogged_timer;
+	bool unlogged_timer_on;
+	uint64_t unlogged_reported;
 
 	/* The host side's rules. */
 	struct sl_nft *nft;

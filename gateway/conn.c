@@ -860,6 +860,7 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		conn_close(c);
 		return;
 	}
+	peer.ss_family = AF_UNSPEC;
 	if (uv_tcp_getpeername(&c->client, (struct sockaddr *)&peer, &peer_len) == 0) {
 		uint16_t port = 0;
 
@@ -874,6 +875,19 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 			port = ntohs(((struct sockaddr_in6 *)&peer)->sin6_port);
 			snprintf(c->client_addr, sizeof(c->client_addr), "[%s]:%u", ip, port);
 		}
+	}
+	/* Only the sandbox is served: another uid on the host, or a
+	 * neighbour that routes the pool here, would have the operator's
+	 * credentials injected for it. The host's rules drop such peers
+	 * before they get here; this holds if those rules are gone. Closed
+	 * without a word, audited (rate-limited) as one record. */
+	if (!captured && !sl_gw_peer_allowed(gw, peer.ss_family == AF_UNSPEC
+							 ? NULL
+							 : (const struct sockaddr *)&peer)) {
+		sl_gw_audit_refused_peer(gw, "connect", c->client_addr[0] ? c->client_addr : "?");
+		c->audited = true;
+		conn_close(c);
+		return;
 	}
 	if (gw->n_conns > gw->cfg.max_connections) {
 		conn_respond_error(c, 503, "too-many-connections",

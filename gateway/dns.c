@@ -519,6 +519,12 @@ static void udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *b, const struct
 	if (nread <= 0 || !addr || d->closing)
 		return;
 	format_peer(addr, client, sizeof(client));
+	/* Not the sandbox: no answer at all (an answer would make this an
+	 * amplifier too), one audit record (rate-limited). */
+	if (!sl_gw_peer_allowed(d->gw, addr)) {
+		sl_gw_audit_refused_peer(d->gw, "dns", client);
+		return;
+	}
 	if (flags & UV_UDP_PARTIAL) {
 		/* Longer than any query we answer: FORMERR from what we have. */
 		uint8_t buf[SL_DNS_UDP_PLAIN];
@@ -694,8 +700,16 @@ static void tcp_accept(uv_stream_t *server, int status)
 		return;
 	}
 	snprintf(c->client, sizeof(c->client), "?");
+	peer.ss_family = AF_UNSPEC;
 	if (uv_tcp_getpeername(&c->h, (struct sockaddr *)&peer, &peer_len) == 0)
 		format_peer((const struct sockaddr *)&peer, c->client, sizeof(c->client));
+	if (!sl_gw_peer_allowed(d->gw, peer.ss_family == AF_UNSPEC
+					       ? NULL
+					       : (const struct sockaddr *)&peer)) {
+		sl_gw_audit_refused_peer(d->gw, "dns", c->client);
+		tcp_close(c);
+		return;
+	}
 	if (d->n_tcp > DNS_MAX_TCP) {
 		/* Accepted only to be closed at once, so the backlog does not
 		 * fill with connections we will never serve. */

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "gateway.h"
@@ -33,6 +34,12 @@ struct sl_gw {
 	size_t n_local;
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
+	/* Peers that are not the sandbox, audited at most REFUSED_PER_SECOND
+	 * a second (the rest counted, and the count audited): a flood of
+	 * them must not fill the log either. */
+	uint64_t refused_window_ms;
+	unsigned refused_in_window;
+	uint64_t refused_suppressed;
 };
 
 struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp);
@@ -54,6 +61,13 @@ void sl_gw_dns_free(struct sl_gw *gw);
 void sl_gw_tls_flush_pool(struct sl_gw *gw);
 bool sl_gw_tls_busy(const struct sl_gw *gw);
 void sl_gw_tls_free(struct sl_gw *gw);
+
+/* May this peer be served (cfg.allowed_peer)? An IPv4-mapped IPv6 peer
+ * is compared as the IPv4 address it is. */
+bool sl_gw_peer_allowed(const struct sl_gw *gw, const struct sockaddr *sa);
+/* Audit a refused peer: event "connect" or "dns", decision deny, reason
+ * "not-the-sandbox", client "ADDR:PORT". */
+void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *client);
 
 /* Is this address one of the gateway host's own? */
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);

@@ -101,6 +101,82 @@ bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
 	return false;
 }
 
+#define REFUSED_PER_SECOND 10
+
+/* The IPv4 address an AF_INET peer, or an IPv4-mapped AF_INET6 one, has. */
+static bool peer_v4(const struct sockaddr *sa, struct in_addr *ret)
+{
+	if (sa->sa_family == AF_INET) {
+		*ret = ((const struct sockaddr_in *)sa)->sin_addr;
+		return true;
+	}
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr)) {
+		memcpy(ret, &((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12], 4);
+		return true;
+	}
+	return false;
+}
+
+bool sl_gw_peer_allowed(const struct sl_gw *gw, const struct sockaddr *sa)
+{
+	const struct sockaddr *want = (const struct sockaddr *)&gw->cfg.allowed_peer;
+	struct in_addr a, b;
+
+	if (want->sa_family == AF_UNSPEC)
+		return true;
+	if (!sa)
+		return false;
+	if (peer_v4(want, &a))
+		return peer_v4(sa, &b) && a.s_addr == b.s_addr;
+	return want->sa_family == AF_INET6 && sa->sa_family == AF_INET6 &&
+	       !memcmp(&((const struct sockaddr_in6 *)want)->sin6_addr,
+		       &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+}
+
+void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *client)
+{
+	uint64_t now = sl_audit_now_ms();
+	char reason[80];
+	struct sl_audit_record r = {
+	    .ts_ms = now,
+	    .sandbox = gw->cfg.sandbox,
+	    .event = event,
+	    .client = client,
+	    .port = -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = "not-the-sandbox",
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = 0,
+	};
+
+	if (!gw->audit)
+		return;
+	if (now - gw->refused_window_ms >= 1000) {
+		if (gw->refused_suppressed) {
+			struct sl_audit_record n = r;
+
+			snprintf(reason, sizeof(reason), "not-the-sandbox: %llu more not logged",
+				 (unsigned long long)gw->refused_suppressed);
+			n.client = NULL;
+			n.reason = reason;
+			(void)sl_audit_write(gw->audit, &n);
+			gw->refused_suppressed = 0;
+		}
+		gw->refused_window_ms = now;
+		gw->refused_in_window = 0;
+	}
+	if (gw->refused_in_window >= REFUSED_PER_SECOND) {
+		gw->refused_suppressed++;
+		return;
+	}
+	gw->refused_in_window++;
+	if (sl_audit_write(gw->audit, &r) < 0)
+		fprintf(stderr, "sluice gateway: cannot write the audit log: %m\n");
+}
+
 int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy *policy,
 	      struct sl_gw_resolver *resolver, struct sl_audit *audit, struct sl_gw **ret)
 {
@@ -239,6 +315,26 @@ void sl_gw_maybe_free(struct sl_gw *gw)
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->conns ||
 	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw))
 		return;
+	if (gw->refused_suppressed && gw->audit) {
+		/* What the last window kept out of the log is said at the end. */
+		char reason[80];
+		struct sl_audit_record n = {
+		    .ts_ms = sl_audit_now_ms(),
+		    .sandbox = gw->cfg.sandbox,
+		    .event = "connect",
+		    .port = -1,
+		    .status = -1,
+		    .decision = "deny",
+		    .reason = reason,
+		    .bytes_up = -1,
+		    .bytes_down = -1,
+		    .duration_ms = 0,
+		};
+
+		snprintf(reason, sizeof(reason), "not-the-sandbox: %llu more not logged",
+			 (unsigned long long)gw->refused_suppressed);
+		(void)sl_audit_write(gw->audit, &n);
+	}
 	sl_gw_dns_free(gw);
 	sl_gw_tls_free(gw);
 	sl_gw_policy_unref(gw->policy);

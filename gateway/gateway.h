@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "audit.h"
@@ -23,6 +24,15 @@ struct sl_gw_config {
 	unsigned max_connections;      /* open at once; more are refused */
 	size_t max_buffered_bytes;     /* per direction, before reading pauses */
 	unsigned capture_wait_ms;      /* captured: wait this long for the client's first bytes */
+	/* The sandbox's address (AF_INET or AF_INET6; the port is ignored):
+	 * the only client the proxy and the DNS serve. Any other peer is
+	 * closed at once (proxy, DNS over TCP) or not answered (DNS over
+	 * UDP), and audited with decision "deny", reason "not-the-sandbox".
+	 * Defence in depth behind the host's nftables rules, which drop such
+	 * peers first. AF_UNSPEC (the default): anyone, as `sluice gateway`
+	 * serves. Captured connections are not checked: their listener lives
+	 * inside the sandbox's namespace, where every peer is the sandbox. */
+	struct sockaddr_storage allowed_peer;
 };
 
 void sl_gw_config_defaults(struct sl_gw_config *c);
