@@ -209,6 +209,110 @@ expect "another uid ($UID_O) is unaffected: reaches 203.0.113.2:80" ok "$UID_O" 
 expect "another uid ($UID_O) reaches 127.0.0.1:3129" ok "$UID_O" tcp 127.0.0.1 3129
 expect "root is unaffected: reaches [2001:db8::2]:80" ok 0 tcp 2001:db8::2 80
 
+# ---- --check: the rules read back, and what a flush or an edit leaves ----
+# `nft flush ruleset` and the edits below run only in "$H", this test's own
+# namespace.
+units=$here/../../examples/systemd
+gchk() { # gchk WANT-RC WANT-TEXT DESCRIPTION ARG...: guard --check's exit code and message
+	local rc_want=$1 want=$2 d=$3 out rc; shift 3
+	out=$(inh "$SLUICE" guard --check "$@" 2>&1); rc=$?
+	if [ $rc -eq "$rc_want" ] && grep -qF -- "$want" <<<"$out"; then ok "$d (rc $rc): $out"
+	else notok "$d: wanted rc $rc_want and '$want', got rc $rc: '$out'"; fi
+}
+rule_handle() { # rule_handle COMMENT: the handle of uid UID_G's rule with that comment
+	inh nft -a list chain inet sluice-guard "uid-$UID_G" |
+		awk -v c="comment \"$1\"" 'index($0, c) { print $NF; exit }'
+}
+# The ExecStart of examples/systemd/sluice-guard-check@.service, for uid $1,
+# as systemd would run it (%i, ${GATEWAY}, $$ and the binary replaced).
+unit_check_cmd() {
+	sed -n 's/^ExecStart=//p' "$units/sluice-guard-check@.service" |
+		sed -e "s|/usr/local/bin/sluice|$SLUICE|g" -e "s|%i|$1|g" \
+			-e "s|\${GATEWAY}|127.0.0.1:3128|g" -e 's|\$\$|$|g'
+}
+run_unit_check() { local cmd; cmd=$(unit_check_cmd "$1"); inh bash -c "$cmd"; }
+
+gchk 0 "uid $UID_G is guarded: it may reach only 127.0.0.1:3128" \
+	"--check passes right after guard" --uid "$UID_G" --gateway 127.0.0.1:3128
+gchk 0 "4 rules as guard installs them" \
+	"--check without --gateway takes the gateway from the rules" --uid "$UID_G"
+gchk 1 "no chain uid-$UID_O" "--check fails for a uid that was never guarded" --uid "$UID_O"
+gchk 1 "'accept tcp to gateway 127.0.0.1:3129' is missing" \
+	"--check fails for another gateway than the one guarded" \
+	--uid "$UID_G" --gateway 127.0.0.1:3129
+
+h=$(rule_handle "reject tcp with reset")
+inh nft delete rule inet sluice-guard "uid-$UID_G" handle "$h"
+gchk 1 "rule 2 of 4 'reject tcp with reset' is missing" \
+	"--check fails after one rule of the chain is deleted (handle $h)" \
+	--uid "$UID_G" --gateway 127.0.0.1:3128
+inh nft insert rule inet sluice-guard "uid-$UID_G" meta skuid "$UID_G" accept
+expect "with an accept-all rule inserted, uid $UID_G gets out (what --check is for)" \
+	ok "$UID_G" tcp 203.0.113.2 80
+gchk 1 "(handle" "--check names a rule guard did not install" \
+	--uid "$UID_G" --gateway 127.0.0.1:3128
+inh "$SLUICE" guard --uid "$UID_G" --gateway 127.0.0.1:3128 >/dev/null
+gchk 0 "is guarded" "--check passes again after guard is run again" \
+	--uid "$UID_G" --gateway 127.0.0.1:3128
+expect "... and uid $UID_G is fenced again" ECONNREFUSED "$UID_G" tcp 203.0.113.2 80
+
+inh nft flush ruleset
+gchk 1 "uid $UID_G is NOT guarded: there is no table inet sluice-guard" \
+	"--check fails after nft flush ruleset" --uid "$UID_G" --gateway 127.0.0.1:3128
+expect "after the flush, uid $UID_G is unfenced (the issue)" ok "$UID_G" tcp 203.0.113.2 80
+out=$(run_unit_check "$UID_G" 2>&1)
+check "the check unit's command reinstalls the rules: ${out//$'\n'/ | }" \
+	inh "$SLUICE" guard --check --uid "$UID_G" --gateway 127.0.0.1:3128 >/dev/null
+expect "... and uid $UID_G is fenced again" ECONNREFUSED "$UID_G" tcp 203.0.113.2 80
+before=$(inh nft -a list table inet sluice-guard)
+out=$(run_unit_check "$UID_G" 2>&1)
+after=$(inh nft -a list table inet sluice-guard)
+check "on intact rules the check unit's command changes nothing: $out" [ "$before" = "$after" ]
+
+inh nft add table inet sluice-guard '{ flags dormant; }'
+expect "a dormant table fences nothing: uid $UID_G gets out" ok "$UID_G" tcp 203.0.113.2 80
+gchk 1 "is dormant" "--check fails on a dormant table" --uid "$UID_G"
+run_unit_check "$UID_G" >/dev/null 2>&1
+gchk 0 "is guarded" "the check unit's command wakes it" --uid "$UID_G"
+expect "... and uid $UID_G is fenced again" ECONNREFUSED "$UID_G" tcp 203.0.113.2 80
+
+cp "$SLUICE" "$tmp/sluice" && chmod 755 "$tmp/sluice"
+out=$(as_uid "$UID_O" "$tmp/sluice" guard --check --uid "$UID_G" 2>&1); rc=$?
+check "--check without CAP_NET_ADMIN fails with 4 and says why: $out" \
+	test $rc -eq 4 -a -n "$(grep -F 'needs root or CAP_NET_ADMIN' <<<"$out")"
+out=$(inh "$SLUICE" guard --check --remove --uid "$UID_G" 2>&1); rc=$?
+check "--check with --remove is refused (rc $rc)" test $rc -eq 2
+out=$(inh "$SLUICE" guard --help)
+check "guard --help lists --check" grep -qF -- "--check --uid UID [--gateway ADDR:PORT]" <<<"$out"
+
+# ---- the systemd units ----
+check "sluice-guard@.service runs sluice guard --uid %i --gateway \${GATEWAY}" \
+	grep -qxF 'ExecStart=/usr/local/bin/sluice guard --uid %i --gateway ${GATEWAY}' \
+	"$units/sluice-guard@.service"
+check "sluice-guard@.service reinstalls on reload and restarts with nftables.service" \
+	bash -c "grep -qx 'ExecReload=/usr/local/bin/sluice guard --uid %i --gateway \${GATEWAY}' \
+		'$units/sluice-guard@.service' &&
+		grep -qx 'PartOf=nftables.service' '$units/sluice-guard@.service' &&
+		grep -qx 'ReloadPropagatedFrom=nftables.service' '$units/sluice-guard@.service' &&
+		grep -qx 'After=nftables.service' '$units/sluice-guard@.service'"
+check "sluice-guard-check@.service runs guard --check, then guard" \
+	grep -qF 'sluice guard --check --uid "$$1" --gateway "$$2" || exec /usr/local/bin/sluice guard --uid' \
+	"$units/sluice-guard-check@.service"
+if command -v systemd-analyze >/dev/null; then
+	# As instances, with the binary this test runs (verify checks that
+	# ExecStart= is executable); any warning about our units fails.
+	vd=$tmp/units
+	mkdir -p "$vd"
+	for u in sluice-guard@.service sluice-guard-check@.service sluice-guard-check@.timer; do
+		sed "s|/usr/local/bin/sluice|$SLUICE|g" "$units/$u" >"$vd/${u/@/@$UID_G}"
+	done
+	out=$(cd "$vd" && systemd-analyze verify "$vd"/* 2>&1); rc=$?
+	check "systemd-analyze verify accepts the units (rc $rc): ${out:-no warnings}" \
+		test $rc -eq 0 -a -z "$(grep sluice-guard <<<"$out")"
+else
+	echo "# systemd-analyze is not installed: the units were only parsed"
+fi
+
 # ---- a second guard replaces ----
 rules1=$(inh nft -a list table inet sluice-guard | grep -c 'comment')
 inh "$SLUICE" guard --uid "$UID_G" --gateway 127.0.0.1:3128 >/dev/null
