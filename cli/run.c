@@ -1,32 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sluice run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N]
- *            [--cpu PERCENT] [--pool CIDR] -- CMD [ARG...]
+ *            [--cpu PERCENT] [--pool CIDR] [--rw PATH] [--ro PATH]
+ *            [--trust FILE] [--env NAME[=VALUE]] -- CMD [ARG...]
  *
- * Runs CMD in a sandbox whose packets can reach only the gateway's ports on
- * the host end of its veth, and exits with CMD's status (128+N when a
- * signal N killed it). The gateway (an explicit proxy deciding by the
- * policy; without --policy it denies everything; plus DNS and transparent
- * capture) runs in a thread of its own on that address, with its own libuv
- * loop, while this thread supervises the command. The fence and the
- * gateway are shared with `sluice attach` (sandbox-serve.c).
+ * Runs CMD in a sandbox that is an execution boundary, not only a network
+ * namespace: a uid of its own (allocated per sandbox unless --user names
+ * one), its own pid and mount namespaces (a read-only view of the host with
+ * private /tmp, /var/tmp, /dev/shm and /run, the --rw and --ro binds, a
+ * writable HOME, the sandbox's CA bundle in the system's place), a session
+ * of its own with a pty when stdin is a terminal, an allowlisted
+ * environment, and always a cgroup. Its packets can reach only the
+ * gateway's ports on the host end of its veth. Exits with CMD's status
+ * (128+N when a signal N killed it). The gateway (an explicit proxy
+ * deciding by the policy; without --policy it denies everything; plus DNS
+ * and transparent capture) runs in a thread of its own on that address,
+ * with its own libuv loop, while this thread supervises the command. The
+ * fence and the gateway are shared with `sluice attach` (sandbox-serve.c).
  *
- * Order matters: the host's rules, then the sandbox's rules, and only then
- * the command, so it never runs a moment unfenced. Teardown is the reverse
- * and happens on every way out of here: normal exit, a forwarded signal,
- * or a setup step that failed halfway.
+ * Order matters: the host's rules, then the sandbox's rules, the sandbox
+ * made ready to run (while this process is still single-threaded), the
+ * gateway, and only then the command executes, so it never runs a moment
+ * unfenced or before the gateway answers. Teardown is the reverse and
+ * happens on every way out of here: normal exit, a forwarded signal, or a
+ * setup step that failed halfway.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "err.h"
 #include "macro.h"
 #include "netns.h"
 #include "policy.h"
+#include "pty.h"
 #include "sandbox-serve.h"
 
 /* Like env(1) and container runtimes: 125 when sluice itself failed, so
@@ -35,16 +52,28 @@
 
 extern char **environ;
 
-/* Signals sluice takes and hands to the command. Terminal-generated ones
- * reach the command directly (it shares our process group), so only those
- * sent by a process are forwarded: Ctrl-C must not arrive twice. */
+/* Signals sluice takes and hands to the command (through its init). The
+ * command has a session of its own, so none reaches it from the terminal
+ * directly: a ^C typed while sluice is in the foreground comes to sluice
+ * and is passed on. With a pty, the terminal is raw and ^C travels as a
+ * byte to the command's own line discipline instead. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2};
+
+/* The command's HOME when the user's own is not bound writable: on the
+ * sandbox's private /tmp, gone with it. */
+#define SANDBOX_HOME "/tmp/home"
 
 struct run {
 	struct sl_netns_run_args args;
 	struct sl_serve serve; /* the fence and the gateway (sandbox-serve.h) */
 	struct sl_policy *policy;
 	struct sl_netns_user user;
+	int uid_lock; /* the allocated uid's lock; -1 with --user */
+	/* --rw and --ro, canonical (realpath), owned here. */
+	struct sl_netns_bind binds[SL_NETNS_MAX_BINDS];
+	size_t n_binds;
+	struct sl_pty pty; /* fds -1 unless stdin is a terminal */
+	struct sl_netns_proc proc;
 	struct sl_netns_cgroup *cgroup;
 	struct sl_netns_sandbox *sandbox;
 	char **env;
@@ -124,21 +153,36 @@ static int env_secret_names(struct run *r)
 static void run_usage(FILE *f)
 {
 	fputs("usage: sluice run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N]\n"
-	      "                  [--cpu PERCENT] [--pool CIDR] [--audit FILE|-]\n"
+	      "                  [--cpu PERCENT] [--pool CIDR] [--audit FILE] [--rw PATH]...\n"
+	      "                  [--ro PATH]... [--trust FILE]... [--env NAME[=VALUE]]...\n"
 	      "                  [--resolver ADDR[:PORT]] [--upstream-ca FILE] -- CMD [ARG...]\n"
 	      "\n"
-	      "Run CMD in a network sandbox that can reach only sluice's gateway, as USER\n"
-	      "(default: nobody, or the sudo caller) without capabilities. Without --policy every\n"
-	      "egress is denied. --memory takes K, M, G suffixes; --cpu is a percentage of one\n"
-	      "CPU. --pool is where sandbox addresses come from (default " SL_NETNS_DEFAULT_POOL
-	      ").\n"
-	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed.\n"
-	      "SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed to CMD; SIGHUP reloads --policy.\n"
-	      "--audit FILE|- writes one JSON line per decision; --resolver ADDR[:PORT] is the\n"
-	      "DNS server the gateway asks (default: the host's resolv.conf).\n"
-	      "Hosts whose rules name methods, paths or a credential are inspected: the sandbox\n"
-	      "trusts a CA of its own (SSL_CERT_FILE and kin); --upstream-ca FILE verifies\n"
-	      "origins against FILE instead of the system's trust store.\n",
+	      "Run CMD in a sandbox whose only way out is sluice's gateway. Without --policy every\n"
+	      "egress is denied.\n"
+	      "\n"
+	      "  --user USER|UID   run as USER (not root) instead of a uid of the sandbox's own\n"
+	      "                    (allocated per sandbox, used by no other process)\n"
+	      "  --rw PATH         bind PATH (a host directory or file) writable at the same place;\n"
+	      "                    everything else is read-only, /tmp, /var/tmp, /dev/shm and /run\n"
+	      "                    are private, HOME is " SANDBOX_HOME " unless the user's own is --rw\n"
+	      "  --ro PATH         bind PATH read-only (over a --rw parent, say)\n"
+	      "  --trust FILE      add the CA certificates in FILE (PEM) to the bundle the sandbox\n"
+	      "                    trusts (for origins behind a private CA)\n"
+	      "  --env NAME[=VALUE]  pass NAME from sluice's environment, or set it; otherwise\n"
+	      "                    only PATH, LANG, LC_*, TERM, TZ, SHELL and the like pass\n"
+	      "  --memory BYTES    memory limit (K, M, G suffixes); --pids N: process limit;\n"
+	      "  --cpu PERCENT     CPU limit, a percentage of one CPU\n"
+	      "  --pool CIDR       where sandbox addresses come from (default " SL_NETNS_DEFAULT_POOL
+	      ")\n"
+	      "  --audit FILE      one JSON line per decision (not '-': the command shares stdout)\n"
+	      "  --resolver ADDR[:PORT]  the DNS server the gateway asks (default: resolv.conf)\n"
+	      "  --upstream-ca FILE  verify inspected origins against FILE, not the system store\n"
+	      "\n"
+	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed,\n"
+	      "126/127 if CMD could not be executed. SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed\n"
+	      "to CMD; SIGHUP sent by a process reloads --policy (a terminal hangup is passed on).\n"
+	      "When stdin is a terminal, CMD gets a pty of its own. Hosts whose rules name methods,\n"
+	      "paths or a credential are inspected: the sandbox trusts a CA of its own.\n",
 	      f);
 }
 
@@ -149,11 +193,19 @@ static void run_teardown(struct run *r)
 	/* The veth goes first: the sandbox is cut off before anything else. */
 	sl_netns_sandbox_free(TAKE_PTR(r->sandbox));
 	sl_serve_rules_remove(&r->serve);
+	/* Whatever is left of the sandbox dies here, before its uid is free. */
 	sl_netns_cgroup_free(TAKE_PTR(r->cgroup));
+	sl_netns_proc_close(&r->proc);
+	sl_pty_close(&r->pty);
+	if (r->uid_lock >= 0)
+		sl_netns_user_release(NULL, r->user.uid, TAKE_FD(r->uid_lock));
 	sl_netns_env_free(TAKE_PTR(r->env));
 	sl_netns_env_free(TAKE_PTR(r->env_drop));
 	sl_policy_free(TAKE_PTR(r->policy));
 	sl_tls_setup_done(&r->tls);
+	for (size_t i = 0; i < r->n_binds; i++)
+		free((char *)r->binds[i].path);
+	r->n_binds = 0;
 }
 
 static int load_policy(struct run *r)
@@ -172,9 +224,68 @@ static int load_policy(struct run *r)
 	return ret;
 }
 
+/* --rw and --ro as real paths: what the kernel binds is what was checked
+ * (a link in PATH is followed now, not later inside). The same path twice
+ * is refused: which of the two would win is not obvious. */
+static int canonical_binds(struct run *r, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < r->args.n_binds; i++) {
+		const struct sl_netns_bind *b = &r->args.binds[i];
+		const char *opt = b->writable ? "--rw" : "--ro", *why;
+		char *real = realpath(b->path, NULL);
+
+		if (!real)
+			return sl_err(err, errlen, -errno, "%s %s: %m", opt, b->path);
+		why = sl_netns_bind_refused(real);
+		for (size_t k = 0; !why && k < r->n_binds; k++)
+			if (!strcmp(r->binds[k].path, real))
+				why = "given twice";
+		if (why) {
+			snprintf(err, errlen, "%s %s: refused: %s", opt, b->path, why);
+			free(real);
+			return -EINVAL;
+		}
+		r->binds[r->n_binds++] = (struct sl_netns_bind){.path = real, .writable = b->writable};
+	}
+	return 0;
+}
+
+/* Is `path` inside a --rw bind? */
+static bool under_rw(const struct run *r, const char *path)
+{
+	for (size_t i = 0; i < r->n_binds; i++) {
+		size_t n = strlen(r->binds[i].path);
+
+		if (r->binds[i].writable && !strncmp(path, r->binds[i].path, n) &&
+		    (path[n] == '\0' || path[n] == '/' || n == 1))
+			return true;
+	}
+	return false;
+}
+
+/* The user's own HOME only when it is bound writable (the operator chose to
+ * hand it over); otherwise a fresh one on the private /tmp. A home that
+ * sluice's view would show read-only would break every tool that caches. */
+static void choose_home(struct run *r)
+{
+	char real[PATH_MAX];
+
+	if (r->user.home[0] && realpath(r->user.home, real) && under_rw(r, real))
+		return;
+	snprintf(r->user.home, sizeof(r->user.home), "%s", SANDBOX_HOME);
+}
+
+/* Who the command runs as: --user, or a uid of its own. */
+static int pick_user(struct run *r, char *err, size_t errlen)
+{
+	if (r->args.user)
+		return sl_netns_user_resolve(r->args.user, &r->user, err, errlen);
+	return sl_netns_user_allocate(NULL, &r->user, &r->uid_lock, err, errlen);
+}
+
 /* 0, or the status to exit with: 125 when sluice failed, 127 or 126 when
  * CMD could not be executed (not found, or not executable), as shells do. */
-static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
+static int setup(struct run *r, const sigset_t *child_mask)
 {
 	struct sl_netns_sandbox_config cfg = {0};
 	int ret, exec_errno = 0;
@@ -182,11 +293,10 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 
 	if (sl_netns_pool_parse(r->args.pool ? r->args.pool : SL_NETNS_DEFAULT_POOL, &cfg.pool) < 0)
 		return RUN_EXIT_SETUP; /* cannot happen: the arguments were checked */
-	if (r->args.limits.memory_bytes || r->args.limits.pids || r->args.limits.cpu_percent) {
-		ret = sl_netns_cgroup_new(&r->args.limits, &r->cgroup, err, sizeof(err));
-		if (ret < 0)
-			goto fail;
-	}
+	/* Always a cgroup: nothing the command forks escapes the teardown. */
+	ret = sl_netns_cgroup_new(&r->args.limits, &r->cgroup, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
 	ret = sl_netns_sandbox_new(&cfg, &r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
@@ -201,13 +311,31 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
+	for (size_t i = 0; i < r->args.n_env; i++) {
+		size_t n = strcspn(r->args.env[i], "=");
+
+		for (size_t k = 0; r->env_drop[k]; k++)
+			if (strlen(r->env_drop[k]) == n && !strncmp(r->env_drop[k], r->args.env[i], n)) {
+				snprintf(err, sizeof(err),
+					 "--env %s: the policy reads secret from that variable; it "
+					 "never reaches the sandbox",
+					 r->args.env[i]);
+				ret = -EPERM;
+				goto fail;
+			}
+	}
 	/* The sandbox's own CA, whose key stays in this process. */
 	ret = sl_tls_make_ca(&r->tls, sl_netns_sandbox_host_ifname(r->sandbox), err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	for (size_t i = 0; i < r->args.n_trust; i++) {
+		ret = sl_tls_add_trust(&r->tls, r->args.trust[i], err, sizeof(err));
+		if (ret < 0)
+			goto fail;
+	}
 	ret = sl_netns_env_build(environ, sl_netns_sandbox_host_addr(r->sandbox),
 				 SL_SERVE_PORT_PROXY, &r->user, (const char *const *)r->env_drop,
-				 NULL, &r->env);
+				 r->args.env, &r->env);
 	if (ret == 0) {
 		env_drop_secret_values(r);
 		ret = env_tls(r, r->policy);
@@ -216,54 +344,198 @@ static int setup(struct run *r, const sigset_t *child_mask, pid_t *ret_pid)
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
+	if (isatty(STDIN_FILENO)) {
+		ret = sl_pty_open(&r->pty, STDIN_FILENO, err, sizeof(err));
+		if (ret < 0)
+			goto fail;
+	}
+	/* The sandbox is made while this process is still single-threaded
+	 * (sl_netns_spawn needs that); the command waits for the gateway. */
+	ret = sl_netns_spawn(
+	    &(struct sl_netns_spawn){.sandbox = r->sandbox,
+				     .cgroup = r->cgroup,
+				     .user = r->user,
+				     .fs = {.binds = r->binds,
+					    .n_binds = r->n_binds,
+					    .ca_bundle = r->tls.bundle,
+					    .home = r->user.home,
+					    .user_name = r->uid_lock >= 0 ? r->user.name : NULL},
+				     .pty = r->pty.slave,
+				     .argv = r->args.argv,
+				     .envp = r->env,
+				     .sigmask = child_mask},
+	    &r->proc, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
+	sl_closep(&r->pty.slave);
+	r->pty.slave = -1;
 	r->serve.tls = &r->tls;
 	r->serve.upstream_ca = r->args.upstream_ca;
 	ret = sl_serve_gateway_start(&r->serve, r->sandbox, &r->policy, r->args.audit,
 				     r->args.resolver, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
-	ret = sl_netns_spawn(&(struct sl_netns_spawn){.sandbox = r->sandbox,
-						      .cgroup = r->cgroup,
-						      .user = r->user,
-						      .argv = r->args.argv,
-						      .envp = r->env,
-						      .sigmask = child_mask},
-			     ret_pid, &exec_errno, err, sizeof(err));
+	ret = sl_netns_spawn_go(&r->proc, &exec_errno, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
+	if (r->proc.pid > 0) {
+		/* A sandbox made but not run: it exits once its pipes close. */
+		sl_netns_proc_close(&r->proc);
+		(void)kill(r->proc.pid, SIGKILL);
+		while (waitpid(r->proc.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		r->proc.pid = 0;
+	}
 	if (exec_errno)
 		return exec_errno == ENOENT ? 127 : 126;
 	return RUN_EXIT_SETUP;
 }
 
-/* Wait for the command, forwarding signals (SIGHUP reloads the policy
- * instead); its wait status. */
-static int supervise(struct run *r, pid_t child, const sigset_t *set)
+/* The pty relay: the operator's keys to the command, its output back. */
+struct relay {
+	char in[4096]; /* read from the operator, not yet taken by the pty */
+	size_t in_len, in_off;
+	bool in_eof, out_eof;
+};
+
+static void relay_out(struct run *r, struct relay *rl)
 {
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(set, &si), status;
+	char buf[16384];
 
-		if (sig < 0)
-			continue; /* EINTR: only a stop/continue can cause it */
-		if (sig == SIGCHLD) {
-			pid_t p;
+	/* Bounded: the loop must get back to signals and the operator. */
+	for (int i = 0; i < 16 && !rl->out_eof; i++) {
+		ssize_t n = read(r->pty.master, buf, sizeof(buf));
 
-			while ((p = waitpid(-1, &status, WNOHANG)) > 0)
-				if (p == child)
-					return status;
+		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			rl->out_eof = true; /* EIO: every slave fd is closed */
+			return;
 		}
-		if (sig == SIGHUP) {
-			sl_serve_reload(&r->serve, r->args.policy);
-			continue;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				break; /* the operator's side is gone: drop it */
+			off += w;
 		}
-		if (si.si_code != SI_KERNEL)
-			(void)kill(child, sig);
 	}
+}
+
+static void relay_in(struct run *r, struct relay *rl, bool readable)
+{
+	if (rl->in_len == 0 && readable) {
+		ssize_t n = read(STDIN_FILENO, rl->in, sizeof(rl->in));
+
+		if (n <= 0 && !(n < 0 && errno == EINTR))
+			rl->in_eof = true;
+		else if (n > 0)
+			rl->in_len = (size_t)n, rl->in_off = 0;
+	}
+	while (rl->in_len > 0) {
+		ssize_t w = write(r->pty.master, rl->in + rl->in_off, rl->in_len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0) {
+			rl->in_len = 0;
+			rl->in_eof = true;
+			return;
+		}
+		rl->in_off += (size_t)w;
+		rl->in_len -= (size_t)w;
+	}
+}
+
+/* One signal: 1 when it was the init's exit (*status set), else 0. */
+static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *status)
+{
+	int sig = (int)si->ssi_signo;
+
+	if (sig == SIGCHLD) {
+		pid_t p;
+		int st;
+
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+			if (p == r->proc.pid) {
+				*status = st;
+				return 1;
+			}
+		return 0;
+	}
+	if (sig == SIGWINCH) {
+		sl_pty_winsize(&r->pty);
+		return 0;
+	}
+	/* Only a process asking for it reloads: a hangup of the terminal
+	 * (the kernel's SIGHUP) is not the operator's word, and with it the
+	 * command's terminal is gone, so it is told. */
+	if (sig == SIGHUP && si->ssi_code != SI_KERNEL) {
+		sl_serve_reload(&r->serve, r->args.policy);
+		return 0;
+	}
+	(void)kill(r->proc.pid, sig);
+	return 0;
+}
+
+/* Wait for the command, relaying its pty and forwarding signals; its wait
+ * status. */
+static int supervise(struct run *r, const sigset_t *set)
+{
+	_cleanup_close_ int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+	struct relay rl = {.in_eof = r->pty.master < 0, .out_eof = r->pty.master < 0};
+	int status = 0;
+
+	if (sfd < 0) {
+		fprintf(stderr, "sluice run: signalfd: %m\n");
+		(void)kill(r->proc.pid, SIGKILL);
+	}
+	if (r->pty.master >= 0 && sl_pty_raw(&r->pty) < 0)
+		fprintf(stderr, "sluice run: the terminal stays in its mode: %m\n");
+	for (;;) {
+		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = -1, .events = POLLIN},
+				      {.fd = -1, .events = POLLIN}};
+		struct signalfd_siginfo si;
+
+		if (!rl.in_eof && rl.in_len == 0)
+			p[1].fd = STDIN_FILENO;
+		if (!rl.out_eof) {
+			p[2].fd = r->pty.master;
+			p[2].events = POLLIN | (rl.in_len ? POLLOUT : 0);
+		}
+		if (poll(p, 3, sfd < 0 ? 100 : -1) < 0 && errno != EINTR)
+			break;
+		if (p[2].revents)
+			relay_out(r, &rl);
+		if (p[1].revents || (p[2].revents & POLLOUT))
+			relay_in(r, &rl, p[1].revents != 0);
+		if (sfd < 0) {
+			if (waitpid(r->proc.pid, &status, WNOHANG) == r->proc.pid)
+				break;
+			continue;
+		}
+		if (!(p[0].revents & POLLIN))
+			continue;
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			if (on_signal(r, &si, &status))
+				goto done;
+	}
+done:
+	/* What the command wrote last is still in the pty. */
+	for (int i = 0; i < 64 && !rl.out_eof; i++)
+		relay_out(r, &rl);
+	sl_pty_restore(&r->pty);
+	return status;
 }
 
 static int exit_status(int status)
@@ -277,10 +549,12 @@ static int exit_status(int status)
 
 int sl_cmd_run(int argc, char **argv)
 {
-	struct run r = {.serve = {.prog = "sluice run"}};
+	struct run r = {.serve = {.prog = "sluice run"},
+			.uid_lock = -1,
+			.pty = {.master = -1, .slave = -1},
+			.proc = {.efd = -1, .go = -1, .alive = -1}};
 	sigset_t set, old;
-	char err[256];
-	pid_t child;
+	char err[512];
 	int ret;
 
 	if (sl_netns_run_args_parse(argc, argv, &r.args, err, sizeof(err)) < 0) {
@@ -292,30 +566,33 @@ int sl_cmd_run(int argc, char **argv)
 		run_usage(stdout);
 		return SL_EXIT_OK;
 	}
-	if (load_policy(&r) < 0)
-		return SL_EXIT_INVALID;
-	if (sl_netns_user_resolve(r.args.user, &r.user, err, sizeof(err)) < 0) {
+	if (canonical_binds(&r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
-		sl_policy_free(r.policy);
+		run_teardown(&r);
 		return SL_EXIT_USAGE;
+	}
+	if (load_policy(&r) < 0) {
+		run_teardown(&r);
+		return SL_EXIT_INVALID;
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "sluice run: must run as root (it creates namespaces, links and "
 				"firewall rules, then drops to the user)\n");
-		sl_policy_free(r.policy);
+		run_teardown(&r);
 		return SL_EXIT_FAILURE;
 	}
+	if (pick_user(&r, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice run: %s\n", err);
+		run_teardown(&r);
+		return r.args.user ? SL_EXIT_USAGE : RUN_EXIT_SETUP;
+	}
+	choose_home(&r);
 	/* Secrets are read now, as root, and refused if the sandbox's user
 	 * could read them too; nothing of them reaches the sandbox. */
-	{
-		char serr[512];
-
-		if (sl_tls_load_secrets(&r.tls, r.policy, r.user.uid, serr, sizeof(serr)) < 0) {
-			fprintf(stderr, "sluice run: %s\n", serr);
-			sl_tls_setup_done(&r.tls);
-			sl_policy_free(r.policy);
-			return RUN_EXIT_SETUP;
-		}
+	if (sl_tls_load_secrets(&r.tls, r.policy, r.user.uid, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice run: %s\n", err);
+		run_teardown(&r);
+		return RUN_EXIT_SETUP;
 	}
 
 	/* Block before the child exists, so no signal meant for it is lost;
@@ -325,18 +602,19 @@ int sl_cmd_run(int argc, char **argv)
 		sigaddset(&set, forwarded[i]);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGWINCH);
 	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
 		fprintf(stderr, "sluice run: blocking signals: %m\n");
-		sl_policy_free(r.policy);
+		run_teardown(&r);
 		return SL_EXIT_FAILURE;
 	}
 
-	ret = setup(&r, &old, &child);
+	ret = setup(&r, &old);
 	if (ret > 0) {
 		run_teardown(&r);
 		return ret;
 	}
-	ret = exit_status(supervise(&r, child, &set));
+	ret = exit_status(supervise(&r, &set));
 	run_teardown(&r);
 	return ret;
 }

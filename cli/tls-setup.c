@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Secrets and the sandbox's CA, before the gateway starts (tls-setup.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
 
 #include "macro.h"
 #include "tls-setup.h"
@@ -194,4 +198,52 @@ void sl_tls_setup_done(struct sl_tls_setup *s)
 	}
 	free(TAKE_PTR(s->bundle));
 	free(TAKE_PTR(s->bundle_dir));
+}
+
+int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t errlen)
+{
+	BIO *in = BIO_new_file(path, "r");
+	_cleanup_close_ int fd = -1;
+	unsigned n = 0;
+	X509 *x;
+	int r = 0;
+
+	if (!in) {
+		snprintf(err, errlen, "--trust %s: %s", path, strerror(errno ? errno : EIO));
+		return -(errno ? errno : EIO);
+	}
+	fd = s->bundle ? open(s->bundle, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW) : -1;
+	if (fd < 0) {
+		snprintf(err, errlen, "--trust %s: the sandbox's CA bundle: %s", path,
+			 strerror(s->bundle ? errno : ENOENT));
+		BIO_free(in);
+		return -EIO;
+	}
+	/* Certificates only, each written out again by OpenSSL: whatever else
+	 * the file holds (a private key by mistake) never reaches the bundle. */
+	while ((x = PEM_read_bio_X509(in, NULL, NULL, NULL))) {
+		BIO *out = BIO_new(BIO_s_mem());
+		char *pem;
+		long len;
+
+		if (!out || !PEM_write_bio_X509(out, x) || (len = BIO_get_mem_data(out, &pem)) <= 0 ||
+		    write(fd, "\n", 1) != 1 || write(fd, pem, (size_t)len) != len)
+			r = -EIO;
+		BIO_free(out);
+		X509_free(x);
+		if (r < 0) {
+			snprintf(err, errlen, "--trust %s: writing the sandbox's CA bundle failed",
+				 path);
+			BIO_free(in);
+			return r;
+		}
+		n++;
+	}
+	ERR_clear_error(); /* the end of the file reads as an error */
+	BIO_free(in);
+	if (n == 0) {
+		snprintf(err, errlen, "--trust %s: no PEM certificate in it", path);
+		return -EINVAL;
+	}
+	return 0;
 }

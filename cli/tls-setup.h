@@ -50,6 +50,10 @@ int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t
  * a directory of its own under /run/sluice named after the sandbox. */
 int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen);
 
+/* Add the certificates of a PEM file (`--trust FILE`) to the bundle made
+ * above, so the sandbox also trusts origins behind the operator's own CA. */
+int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t errlen);
+
 /* The CA kept in dir (sluice gateway --ca-dir): dir/ca.key, dir/ca.crt and
  * the bundle dir/ca-bundle.crt. */
 int sl_tls_open_ca_dir(struct sl_tls_setup *s, const char *dir, char *err, size_t errlen);

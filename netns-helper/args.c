@@ -146,6 +146,10 @@ enum opt {
 	OPT_RESOLVER,
 	OPT_UPSTREAM_CA,
 	OPT_POOL,
+	OPT_RW,
+	OPT_RO,
+	OPT_TRUST,
+	OPT_ENV,
 	_OPT_MAX,
 };
 
@@ -154,8 +158,11 @@ static const char *const opt_names[_OPT_MAX] = {
     [OPT_AUDIT] = "--audit",	   [OPT_MEMORY] = "--memory",
     [OPT_PIDS] = "--pids",	   [OPT_CPU] = "--cpu",
     [OPT_RESOLVER] = "--resolver", [OPT_UPSTREAM_CA] = "--upstream-ca",
-    [OPT_POOL] = "--pool",
+    [OPT_POOL] = "--pool",	   [OPT_RW] = "--rw",
+    [OPT_RO] = "--ro",		   [OPT_TRUST] = "--trust",
+    [OPT_ENV] = "--env",
 };
+
 
 static int find_opt(const char *arg, const char **ret_value)
 {
@@ -180,6 +187,7 @@ static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char 
 {
 	const char **slot = NULL;
 	uint64_t n;
+	int r;
 
 	switch (o) {
 	case OPT_POLICY:
@@ -187,9 +195,6 @@ static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char 
 		break;
 	case OPT_USER:
 		slot = &a->user;
-		break;
-	case OPT_AUDIT:
-		slot = &a->audit;
 		break;
 	case OPT_RESOLVER:
 		slot = &a->resolver;
@@ -203,6 +208,46 @@ static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char 
 				      "--pool '%s': expected an IPv4 network A.B.C.D/P, P in 8..30",
 				      v);
 		slot = &a->pool;
+		break;
+	case OPT_RW:
+	case OPT_RO:
+		if (a->n_binds >= SL_NETNS_MAX_BINDS)
+			return sl_err(err, errlen, -E2BIG, "%s %s: at most %d --rw and --ro in all",
+				      opt_names[o], v, SL_NETNS_MAX_BINDS);
+		a->binds[a->n_binds++] = (struct sl_netns_bind){.path = v, .writable = o == OPT_RW};
+		return 0;
+	case OPT_TRUST:
+		if (a->n_trust >= SL_NETNS_MAX_TRUST)
+			return sl_err(err, errlen, -E2BIG, "--trust %s: at most %d files", v,
+				      SL_NETNS_MAX_TRUST);
+		a->trust[a->n_trust++] = v;
+		return 0;
+	case OPT_ENV:
+		r = sl_netns_env_extra_check(v);
+		if (r == -EPERM)
+			return sl_err(err, errlen, r,
+				      "--env '%s': sluice sets the proxy variables itself (the gateway "
+				      "is the sandbox's only way out)",
+				      v);
+		if (r < 0)
+			return sl_err(err, errlen, r,
+				      "--env '%s': expected NAME or NAME=VALUE, NAME made of letters, "
+				      "digits and _",
+				      v);
+		if (a->n_env >= SL_NETNS_MAX_ENV)
+			return sl_err(err, errlen, -E2BIG, "--env %s: at most %d", v,
+				      SL_NETNS_MAX_ENV);
+		a->env[a->n_env++] = v;
+		return 0;
+	case OPT_AUDIT:
+		/* The command writes to the same stdout: a line it prints
+		 * would read as the gateway's. */
+		if (!strcmp(v, "-"))
+			return sl_err(err, errlen, -EINVAL,
+				      "--audit -: the command shares this stdout and could print "
+				      "records that look like sluice's; give a file (--audit FILE, "
+				      "or --audit /dev/fd/3 3>FILE)");
+		slot = &a->audit;
 		break;
 	case OPT_MEMORY:
 		if (a->limits.memory_bytes)

@@ -65,6 +65,17 @@ struct sl_netns_limits {
 	unsigned cpu_percent;  /* 0: no limit */
 };
 
+/* A path of the host bound into the sandbox's filesystem view at the same
+ * place (`--rw PATH`, `--ro PATH`). */
+struct sl_netns_bind {
+	const char *path; /* absolute, no "..", no trailing slash (canonical) */
+	bool writable;
+};
+
+#define SL_NETNS_MAX_BINDS 32
+#define SL_NETNS_MAX_TRUST 8
+#define SL_NETNS_MAX_ENV 64
+
 struct sl_netns_run_args {
 	const char *policy;	 /* NULL: deny every egress */
 	const char *user;	 /* NULL: the default user */
@@ -73,12 +84,22 @@ struct sl_netns_run_args {
 	const char *upstream_ca; /* exists                                   */
 	const char *pool;	 /* NULL: SL_NETNS_DEFAULT_POOL */
 	struct sl_netns_limits limits;
+	/* --rw and --ro as given (not yet canonical), in order. */
+	struct sl_netns_bind binds[SL_NETNS_MAX_BINDS];
+	size_t n_binds;
+	const char *trust[SL_NETNS_MAX_TRUST]; /* --trust FILE: CAs the sandbox trusts too */
+	size_t n_trust;
+	const char *env[SL_NETNS_MAX_ENV + 1]; /* --env NAME[=VALUE], NULL-terminated */
+	size_t n_env;
 	char **argv; /* the command, NULL-terminated, at least one word */
 	bool help;   /* --help: nothing else is meaningful */
 };
 
 /* argv[0] is "run". Options may come in any order before "--" (or before
- * the first word that is not an option); a repeated option is an error. */
+ * the first word that is not an option); a repeated option is an error,
+ * except --rw, --ro, --trust and --env, which add up. `--audit -` is
+ * refused: the command shares sluice's stdout and could print records
+ * that look like the gateway's. */
 int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret, char *err,
 			    size_t errlen);
 
@@ -237,12 +258,49 @@ struct in_addr sl_netns_sandbox_peer_addr(const struct sl_netns_sandbox *sb);
 int sl_netns_sandbox_run_inside(const struct sl_netns_sandbox *sb, int (*fn)(void *userdata),
 				void *userdata);
 
+/* ---- The command's filesystem view (mounts.c). ---- */
+
+/*
+ * What the command sees, in a mount namespace of its own: everything of the
+ * host read-only and nosuid; fresh tmpfs on /tmp, /var/tmp, /dev/shm and
+ * /run (and /var/run where it is not a link to /run), so no filesystem Unix
+ * socket of the host there is reachable; a minimal /dev (null, zero, full,
+ * random, urandom, tty, its own devpts, shm); its own /proc (of its pid
+ * namespace) and /sys (of its network namespace); /etc/resolv.conf naming
+ * the gateway; the binds; the CA bundle over the system's CA files.
+ */
+struct sl_netns_fs {
+	const struct sl_netns_bind *binds; /* canonical paths; any order */
+	size_t n_binds;
+	/* A file of the host bound read-only at its own path (under /run) and
+	 * over the system's CA bundles (/etc/ssl/certs/ca-certificates.crt and
+	 * the other distributions' places that exist). NULL: none. */
+	const char *ca_bundle;
+	/* Created (mode 0700, owned by the user) when it does not exist in the
+	 * view, e.g. "/tmp/home"; NULL: none. */
+	const char *home;
+	/* For a user without a passwd entry (an allocated uid): its name in
+	 * the view's /etc/passwd and /etc/group, so whoami, getpwuid() and ssh
+	 * work. NULL: the host's files are shown as they are. */
+	const char *user_name;
+};
+
+/* Is `path` one sluice refuses to bind? (/, and /proc, /sys, /dev, /run,
+ * /var/run and anything beneath: they are the sandbox's own or would
+ * hand it the host's sockets and devices.) The reason, or NULL. */
+const char *sl_netns_bind_refused(const char *path);
+
 /* ---- The command. ---- */
 
 struct sl_netns_spawn {
 	const struct sl_netns_sandbox *sandbox;
 	const struct sl_netns_cgroup *cgroup; /* NULL: none */
 	struct sl_netns_user user;
+	struct sl_netns_fs fs;
+	/* The slave side of a pty of the sandbox's own, or -1: it becomes the
+	 * command's controlling terminal and replaces each of its fds 0-2 that
+	 * is a terminal (the operator's must never reach it). */
+	int pty;
 	char *const *argv;
 	char *const *envp; /* the command's whole environment */
 	/* The signal mask the command gets (the caller typically blocks the
@@ -250,21 +308,45 @@ struct sl_netns_spawn {
 	const sigset_t *sigmask;
 };
 
+/* A started sandbox: its init's pid (in the caller's pid namespace) and the
+ * pipes that let the command go. */
+struct sl_netns_proc {
+	pid_t pid;
+	int efd; /* errors of the command's last steps; EOF once it executed */
+	int go;	 /* one byte lets the command execute; closing it aborts */
+	int alive; /* held open while sluice lives: the init checks it */
+};
+
 /*
- * Start the command: a child that joins the cgroup, the sandbox's network
- * namespace and a new mount namespace whose /etc/resolv.conf names the
- * host end, drops to the user (groups reset, every capability dropped
- * including the bounding and ambient sets, no_new_privs), arms a parent
- * death signal, closes every fd but 0-2 and executes argv. Returns once the
- * command runs (or setup failed: then the child is reaped and err says which
- * step failed and why). stdin, stdout, stderr and the process group (and so
- * the controlling terminal) are shared with the caller. When the failure was
- * execve() itself (CMD not found, not executable), *exec_errno (if not NULL)
- * is set to its errno, so the caller can exit 127 or 126 as shells do; it is
- * set to 0 otherwise.
+ * Start the sandbox, in two steps. sl_netns_spawn() makes a child in a new
+ * pid and mount namespace: its init (pid 1 there) joins the cgroup and the
+ * sandbox's network namespace, builds the filesystem view, and forks the
+ * command, which starts a session of its own (and takes `pty` as its
+ * controlling terminal), drops to the user (groups reset, every capability
+ * dropped including the bounding and ambient sets, no_new_privs), closes
+ * every fd but 0-2 and then waits. The init drops privileges too, reaps
+ * whatever is reparented to it, passes on the signals its parent sends it
+ * (SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGWINCH), and exits
+ * with the command's status (128+N when signal N killed it); when it exits
+ * the kernel kills everything left in its pid namespace. Returns once the
+ * command waits (or setup failed: then the child is reaped and err says
+ * which step failed and why).
+ *
+ * Must be called while the caller is single-threaded (the child is made
+ * with clone(2), which runs no atfork handlers).
+ *
+ * sl_netns_spawn_go() then lets the command execute and returns once it did.
+ * When the failure was execve() itself (CMD not found, not executable),
+ * *exec_errno (if not NULL) is set to its errno, so the caller can exit 127
+ * or 126 as shells do; it is set to 0 otherwise. On failure the caller
+ * still reaps proc->pid (which exits by itself).
  */
-int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_errno, char *err,
+int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
 		   size_t errlen);
+int sl_netns_spawn_go(struct sl_netns_proc *p, int *exec_errno, char *err, size_t errlen);
+/* Close the pipes (a command still waiting is aborted). Accepts a proc whose
+ * fds are -1. */
+void sl_netns_proc_close(struct sl_netns_proc *p);
 
 /* ---- The command's environment. ---- */
 

@@ -2,23 +2,34 @@
 /*
  * Starting the command inside the sandbox.
  *
- * The child does every privileged step first (cgroup, namespaces, mounts),
- * then drops privileges the way bubblewrap's drop_privs() does and checks
- * that they are gone, then executes. Any failure before exec is reported
- * to the parent through a CLOEXEC pipe (which simply closes on a successful
- * exec) as "step: reason", and the child exits: setup is all or nothing.
+ *   sluice ── init (pid 1 of a new pid namespace, new mount namespace)
+ *              └── the command (pid 2, a session of its own)
+ *
+ * The init does every privileged step first (cgroup, network namespace,
+ * the filesystem view of mounts.c), forks the command, then drops its own
+ * privileges and only reaps and passes signals on. The command starts a new
+ * session (so it never shares the operator's terminal or process group:
+ * TIOCSTI needs the caller's controlling terminal), drops privileges the
+ * way bubblewrap's drop_privs() does and checks that they are gone, and
+ * waits for the go byte before it executes. Any failure before exec is
+ * reported to the parent through a CLOEXEC pipe (which simply closes on a
+ * successful exec) as "step: reason", and the child exits: setup is all or
+ * nothing. When the init exits, the kernel kills everything left in the pid
+ * namespace: nothing the command forked outlives it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,14 +39,15 @@
 #include "netns-internal.h"
 #include "util.h"
 
-#define RESOLV_TMP_DIR "/run/sluice"
-#define RESOLV_TMP RESOLV_TMP_DIR "/resolv.conf"
-
 struct child_error {
-	int error; /* positive errno */
+	int error; /* positive errno; 0: "ready", the command waits for go */
 	int exec;  /* the failed step was execve() */
 	char msg[480];
 };
+
+/* The signals the init passes on to the command (and so must catch: a pid
+ * namespace's init gets no signal it has no handler for). */
+static const int passed_on[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGWINCH};
 
 /* Report a failed step to the parent and exit. The parent reads the pipe
  * until EOF, so one write of the whole struct is enough. */
@@ -51,59 +63,6 @@ _printf_(3, 4) static _Noreturn void child_fail(int fd, int error, const char *f
 	_exit(127);
 }
 
-static int write_all(const char *path, const char *s, mode_t mode)
-{
-	_cleanup_close_ int fd =
-	    open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	size_t len = strlen(s);
-
-	if (fd < 0)
-		return negative_errno();
-	if (write(fd, s, len) != (ssize_t)len)
-		return negative_errno();
-	return 0;
-}
-
-/* A network namespace does not change files: give the command its own
- * mount namespace whose /etc/resolv.conf names the gateway, as `ip netns
- * exec` does with /etc/netns/NAME/. The file lives on a small tmpfs that is
- * detached again at once, so nothing is written to the host's disk. */
-static void setup_mounts(int efd, struct in_addr gateway)
-{
-	char content[160], a[INET_ADDRSTRLEN];
-	int r;
-
-	if (unshare(CLONE_NEWNS) < 0)
-		child_fail(efd, errno, "creating a mount namespace: %m");
-	/* Nothing we mount may propagate back to the host. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		child_fail(efd, errno, "making / a slave mount: %m");
-	if (mkdir(RESOLV_TMP_DIR, 0755) < 0 && errno != EEXIST)
-		child_fail(efd, errno, "creating %s: %m", RESOLV_TMP_DIR);
-	if (mount("sluice", RESOLV_TMP_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "size=64k,mode=0755") < 0)
-		child_fail(efd, errno, "mounting a tmpfs on %s: %m", RESOLV_TMP_DIR);
-	inet_ntop(AF_INET, &gateway, a, sizeof(a));
-	snprintf(content, sizeof(content),
-		 "# sluice: the gateway answers DNS for this sandbox\nnameserver %s\n", a);
-	r = write_all(RESOLV_TMP, content, 0644);
-	if (r < 0)
-		child_fail(efd, -r, "writing %s: %s", RESOLV_TMP, strerror(-r));
-	/* A host without /etc/resolv.conf (or with a dangling link) has no
-	 * DNS configuration to replace: leave it so. */
-	if (mount(RESOLV_TMP, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0) {
-		if (errno != ENOENT)
-			child_fail(efd, errno, "bind-mounting %s over /etc/resolv.conf: %m",
-				   RESOLV_TMP);
-	} else if (mount(NULL, "/etc/resolv.conf", NULL,
-			 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			 NULL) < 0) {
-		child_fail(efd, errno, "making /etc/resolv.conf read-only: %m");
-	}
-	if (umount2(RESOLV_TMP_DIR, MNT_DETACH) < 0)
-		child_fail(efd, errno, "unmounting %s: %m", RESOLV_TMP_DIR);
-}
-
 static unsigned long last_cap(void)
 {
 	char buf[16] = "";
@@ -115,12 +74,18 @@ static unsigned long last_cap(void)
 	return v;
 }
 
-static void arm_parent_death(int efd, pid_t parent)
+/* The command dies with the init (and so with the pid namespace); the init
+ * with sluice. `alive` is the read end of a pipe whose write end only
+ * sluice holds: EOF there means sluice is gone (an init's getppid() is 0,
+ * so it cannot ask that). */
+static void arm_parent_death(int efd, pid_t parent, int alive)
 {
+	struct pollfd p = {.fd = alive, .events = POLLIN};
+
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		child_fail(efd, errno, "setting the parent death signal: %m");
 	/* The parent may have died before the signal was armed. */
-	if (getppid() != parent)
+	if (alive >= 0 ? poll(&p, 1, 0) != 0 : getppid() != parent)
 		child_fail(efd, ESRCH, "sluice exited during setup");
 }
 
@@ -128,7 +93,7 @@ static void arm_parent_death(int efd, pid_t parent)
  * may (CAP_SETPCAP), change ids, then make sure nothing is left and that
  * nothing can come back (no_new_privs: setuid binaries and file
  * capabilities stop working). */
-static void drop_privs(int efd, const struct sl_netns_user *u, pid_t parent)
+static void drop_privs(int efd, const struct sl_netns_user *u, pid_t parent, int alive)
 {
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2] = {{0}};
@@ -162,7 +127,7 @@ static void drop_privs(int efd, const struct sl_netns_user *u, pid_t parent)
 		child_fail(efd, EPERM, "privileges were not dropped: capabilities remain");
 	/* Changing credentials cleared the parent death signal: arm it again,
 	 * now that nothing can clear it any more. */
-	arm_parent_death(efd, parent);
+	arm_parent_death(efd, parent, alive);
 }
 
 static void close_inherited(int efd)
@@ -176,35 +141,142 @@ static void close_inherited(int efd)
 			child_fail(efd, errno, "marking fd %d close-on-exec: %m", fd);
 }
 
-static _Noreturn void child_main(const struct sl_netns_spawn *s, int efd, pid_t parent)
+/* The command's own terminal: a new session in any case, and the pty (when
+ * there is one) as its controlling terminal in place of every fd 0-2 that
+ * is a terminal. */
+static void own_terminal(int efd, int pty)
 {
-	char err[400];
-	sigset_t empty;
-	int r;
+	if (setsid() < 0)
+		child_fail(efd, errno, "starting a new session: %m");
+	if (pty < 0)
+		return;
+	if (ioctl(pty, TIOCSCTTY, 0) < 0)
+		child_fail(efd, errno, "taking the sandbox's pty as the terminal: %m");
+	for (int fd = 0; fd <= 2; fd++)
+		if (isatty(fd) && dup2(pty, fd) < 0)
+			child_fail(efd, errno, "connecting fd %d to the sandbox's pty: %m", fd);
+	if (pty > 2)
+		close(pty);
+}
 
-	arm_parent_death(efd, parent);
-	r = sl_netns_cgroup_join(s->cgroup, err, sizeof(err));
-	if (r < 0)
-		child_fail(efd, -r, "%s", err);
-	if (setns(sl_netns_sandbox_fd(s->sandbox), CLONE_NEWNET) < 0)
-		child_fail(efd, errno, "entering the sandbox's network namespace: %m");
-	setup_mounts(efd, sl_netns_sandbox_host_addr(s->sandbox));
-	drop_privs(efd, &s->user, parent);
+static _Noreturn void command_main(const struct sl_netns_spawn *s, int efd, int go)
+{
+	struct child_error ready = {0};
+	sigset_t empty;
+	ssize_t n;
+	char b = 0;
+
+	own_terminal(efd, s->pty);
+	drop_privs(efd, &s->user, 1, -1);
 	close_inherited(efd);
 	(void)signal(SIGPIPE, SIG_DFL);
+	for (size_t i = 0; i < ELEMENTSOF(passed_on); i++)
+		(void)signal(passed_on[i], SIG_DFL);
 	sigemptyset(&empty);
 	if (sigprocmask(SIG_SETMASK, s->sigmask ? s->sigmask : &empty, NULL) < 0)
 		child_fail(efd, errno, "setting the signal mask: %m");
+	/* Everything is in place: say so, and wait for sluice's word. */
+	if (write(efd, &ready, sizeof(ready)) != sizeof(ready))
+		_exit(127);
+	do
+		n = read(go, &b, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1 || b != 'g')
+		_exit(127); /* sluice gave up: never run the command */
+	close(go);
 	execvpe(s->argv[0], s->argv, s->envp);
 	/* A negative fd marks the exec step (see child_fail). */
 	child_fail(-efd - 1, errno, "executing %s: %m", s->argv[0]);
 }
 
-int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_errno, char *err,
+static void on_signal(int sig)
+{
+	(void)sig; /* sigwaitinfo() takes them; the handler only makes them count */
+}
+
+/* pid 1: reap, pass signals on, exit with the command's status. */
+static _Noreturn void init_loop(pid_t cmd, const sigset_t *set)
+{
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(set, &si), status;
+		pid_t p;
+
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			(void)kill(cmd, sig);
+			continue;
+		}
+		while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+			if (p == cmd)
+				_exit(WIFEXITED(status)	  ? WEXITSTATUS(status)
+				      : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+							    : 127);
+	}
+}
+
+static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go, int alive,
+				pid_t parent)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigset_t set;
+	char err[400], cwd[PATH_MAX];
+	pid_t cmd;
+	int r;
+
+	arm_parent_death(efd, parent, alive);
+	r = sl_netns_cgroup_join(s->cgroup, err, sizeof(err));
+	if (r < 0)
+		child_fail(efd, -r, "%s", err);
+	if (setns(sl_netns_sandbox_fd(s->sandbox), CLONE_NEWNET) < 0)
+		child_fail(efd, errno, "entering the sandbox's network namespace: %m");
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), "/");
+	r = sl_netns_fs_setup(&s->fs, &s->user, sl_netns_sandbox_host_addr(s->sandbox), err,
+			      sizeof(err));
+	if (r < 0)
+		child_fail(efd, -r, "%s", err);
+	/* The working directory still points into the host's mounts, under
+	 * what the view covers now (sluice started in /run would hand the
+	 * command /run's sockets): look its path up again in the view, and
+	 * where it is not there, start at /. */
+	if (chdir(cwd) < 0 && chdir("/") < 0)
+		child_fail(efd, errno, "changing to /: %m");
+
+	/* Caught before the command exists, so none sent meanwhile is lost. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < ELEMENTSOF(passed_on); i++) {
+		sigaddset(&set, passed_on[i]);
+		if (sigaction(passed_on[i], &sa, NULL) < 0)
+			child_fail(efd, errno, "catching signal %d: %m", passed_on[i]);
+	}
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		child_fail(efd, errno, "blocking signals: %m");
+	cmd = fork();
+	if (cmd < 0)
+		child_fail(efd, errno, "fork: %m");
+	if (cmd == 0)
+		command_main(s, efd, go);
+
+	/* The command holds what it needs; the init keeps nothing but `alive`,
+	 * not even the error pipe (its EOF tells sluice the command executed). */
+	for (int fd = 0; fd < 3; fd++)
+		if (fd != alive)
+			(void)close(fd);
+	if ((alive > 3 && close_range(3, (unsigned)alive - 1, 0) < 0) ||
+	    close_range((unsigned)alive + 1, ~0u, 0) < 0)
+		_exit(127);
+	drop_privs(-1, &s->user, parent, alive);
+	init_loop(cmd, &set);
+}
+
+int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
 		   size_t errlen)
 {
 	struct child_error e = {0};
-	_cleanup_close_ int rfd = -1, wfd = -1;
+	_cleanup_close_ int rfd = -1, wfd = -1, go_r = -1, go_w = -1, alive_r = -1, alive_w = -1;
 	pid_t parent = getpid(), pid;
 	size_t got = 0;
 	int p[2];
@@ -213,14 +285,29 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_err
 		return sl_err(err, errlen, negative_errno(), "creating a pipe: %m");
 	rfd = p[0];
 	wfd = p[1];
-	pid = fork();
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sl_err(err, errlen, negative_errno(), "creating a pipe: %m");
+	go_r = p[0];
+	go_w = p[1];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sl_err(err, errlen, negative_errno(), "creating a pipe: %m");
+	alive_r = p[0];
+	alive_w = p[1];
+	/* fork() cannot give the child a pid namespace of its own; clone(2)
+	 * without a stack works as fork() does (the caller is single-threaded,
+	 * so no lock of another thread is held in the copy). */
+	pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL,
+			     NULL);
 	if (pid < 0)
-		return sl_err(err, errlen, negative_errno(), "fork: %m");
+		return sl_err(err, errlen, negative_errno(), "creating the sandbox's namespaces: %m");
 	if (pid == 0) {
 		sl_closep(&rfd);
-		child_main(s, wfd, parent);
+		sl_closep(&go_w);
+		sl_closep(&alive_w);
+		init_main(s, wfd, go_r, alive_r, parent);
 	}
 	sl_closep(&wfd);
+	sl_closep(&go_r);
 	while (got < sizeof(e)) {
 		ssize_t n = read(rfd, (char *)&e + got, sizeof(e) - got);
 
@@ -230,10 +317,10 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_err
 			break;
 		got += (size_t)n;
 	}
-	if (exec_errno)
-		*exec_errno = got == sizeof(e) && e.exec ? e.error : 0;
-	if (got == 0) {
-		*ret_pid = pid; /* EOF: the exec succeeded */
+	if (got == sizeof(e) && e.error == 0) {
+		/* Ready. `alive` stays open for the sandbox's whole life. */
+		*ret = (struct sl_netns_proc){
+		    .pid = pid, .efd = TAKE_FD(rfd), .go = TAKE_FD(go_w), .alive = TAKE_FD(alive_w)};
 		return 0;
 	}
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -241,4 +328,43 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, pid_t *ret_pid, int *exec_err
 	if (got < sizeof(e))
 		return sl_err(err, errlen, -EIO, "the sandboxed child failed during setup");
 	return sl_err(err, errlen, -e.error, "%s", e.msg);
+}
+
+int sl_netns_spawn_go(struct sl_netns_proc *p, int *exec_errno, char *err, size_t errlen)
+{
+	struct child_error e = {0};
+	size_t got = 0;
+
+	if (exec_errno)
+		*exec_errno = 0;
+	if (write(p->go, "g", 1) != 1)
+		return sl_err(err, errlen, negative_errno(), "starting the command: %m");
+	sl_closep(&p->go);
+	p->go = -1;
+	while (got < sizeof(e)) {
+		ssize_t n = read(p->efd, (char *)&e + got, sizeof(e) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	sl_closep(&p->efd);
+	p->efd = -1;
+	if (got == 0)
+		return 0; /* EOF: the exec succeeded */
+	if (got < sizeof(e))
+		return sl_err(err, errlen, -EIO, "the sandboxed command failed to start");
+	if (exec_errno && e.exec)
+		*exec_errno = e.error;
+	return sl_err(err, errlen, -e.error, "%s", e.msg);
+}
+
+void sl_netns_proc_close(struct sl_netns_proc *p)
+{
+	sl_closep(&p->efd);
+	sl_closep(&p->go);
+	sl_closep(&p->alive);
+	p->efd = p->go = p->alive = -1;
 }

@@ -150,18 +150,97 @@ static void test_run_args(void **state)
 	assert_string_equal(a.argv[0], "true");
 	assert_string_equal(a.argv[1], "--user");
 
-	/* The options the gateway will serve are parsed, for the caller to
-	 * refuse until then. */
-	v = ARGS("run", "--audit", "-", "--resolver", "203.0.113.53", "--upstream-ca", "ca.pem",
+	/* The options the gateway serves. */
+	v = ARGS("run", "--audit", "a.log", "--resolver", "203.0.113.53", "--upstream-ca", "ca.pem",
 		 "--", "true");
 	assert_int_equal(sl_netns_run_args_parse(9, v, &a, err, sizeof(err)), 0);
-	assert_string_equal(a.audit, "-");
+	assert_string_equal(a.audit, "a.log");
 	assert_string_equal(a.resolver, "203.0.113.53");
 	assert_string_equal(a.upstream_ca, "ca.pem");
 
 	v = ARGS("run", "--help");
 	assert_int_equal(sl_netns_run_args_parse(2, v, &a, err, sizeof(err)), 0);
 	assert_true(a.help);
+}
+
+/* The filesystem view, trust and environment options add up, in order. */
+static void test_run_args_view(void **state)
+{
+	struct sl_netns_run_args a;
+	char err[256];
+	char **v = ARGS("run", "--rw", "/work", "--ro=/data", "--rw", "/cache", "--trust", "ca.pem",
+			"--env", "FOO", "--env=BAR=a=b", "--", "true");
+
+	(void)state;
+	assert_int_equal(sl_netns_run_args_parse(13, v, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.n_binds, 3);
+	assert_string_equal(a.binds[0].path, "/work");
+	assert_true(a.binds[0].writable);
+	assert_string_equal(a.binds[1].path, "/data");
+	assert_false(a.binds[1].writable);
+	assert_true(a.binds[2].writable);
+	assert_int_equal(a.n_trust, 1);
+	assert_string_equal(a.trust[0], "ca.pem");
+	assert_int_equal(a.n_env, 2);
+	assert_string_equal(a.env[0], "FOO");
+	assert_string_equal(a.env[1], "BAR=a=b");
+	assert_null(a.env[2]);
+}
+
+/* Refused, with a message naming the option. */
+static void expect_refused_any(char **v, const char *msg_part)
+{
+	struct sl_netns_run_args a = {.policy = "untouched"};
+	char err[256] = "";
+	int argc = 0;
+
+	while (v[argc])
+		argc++;
+	assert_true(sl_netns_run_args_parse(argc, v, &a, err, sizeof(err)) < 0);
+	if (!strstr(err, msg_part))
+		fail_msg("message '%s' lacks '%s'", err, msg_part);
+	assert_string_equal(a.policy, "untouched");
+}
+
+static void test_run_args_view_refused(void **state)
+{
+	char *many[2 * SL_NETNS_MAX_BINDS + 8] = {"run"};
+	int n = 1;
+
+	(void)state;
+	/* The command shares sluice's stdout: its lines would pass for the
+	 * gateway's records. */
+	expect_refused_any(ARGS("run", "--audit", "-", "--", "true"), "could print");
+	expect_refused_any(ARGS("run", "--env", "1X", "--", "true"), "--env '1X'");
+	expect_refused_any(ARGS("run", "--env", "A-B=1", "--", "true"), "--env 'A-B=1'");
+	expect_refused_any(ARGS("run", "--env", "=x", "--", "true"), "--env '=x'");
+	expect_refused_any(ARGS("run", "--env", "HTTPS_PROXY=http://203.0.113.9", "--", "true"),
+			   "proxy");
+	expect_refused_any(ARGS("run", "--rw", "", "--", "true"), "empty");
+	for (int i = 0; i <= SL_NETNS_MAX_BINDS; i++) {
+		many[n++] = "--ro";
+		many[n++] = "/x";
+	}
+	many[n++] = "--";
+	many[n++] = "true";
+	many[n] = NULL;
+	expect_refused_any(many, "at most");
+}
+
+static void test_bind_refused(void **state)
+{
+	(void)state;
+	assert_non_null(sl_netns_bind_refused("/"));
+	assert_non_null(sl_netns_bind_refused("/run"));
+	assert_non_null(sl_netns_bind_refused("/run/docker.sock"));
+	assert_non_null(sl_netns_bind_refused("/var/run"));
+	assert_non_null(sl_netns_bind_refused("/proc/1"));
+	assert_non_null(sl_netns_bind_refused("/dev"));
+	assert_non_null(sl_netns_bind_refused("/sys/fs/cgroup"));
+	assert_null(sl_netns_bind_refused("/runner/work"));
+	assert_null(sl_netns_bind_refused("/home/agent/work"));
+	assert_null(sl_netns_bind_refused("/tmp/x"));
+	assert_null(sl_netns_bind_refused("/devices"));
 }
 
 static void expect_refused(char **v, const char *msg_part)
@@ -597,6 +676,9 @@ int main(void)
 	    cmocka_unit_test(test_parse_percent),
 	    cmocka_unit_test(test_run_args),
 	    cmocka_unit_test(test_run_args_refused),
+	    cmocka_unit_test(test_run_args_view),
+	    cmocka_unit_test(test_run_args_view_refused),
+	    cmocka_unit_test(test_bind_refused),
 	    cmocka_unit_test(test_user),
 	    cmocka_unit_test(test_uid_range_free),
 	    cmocka_unit_test(test_status_has_id),

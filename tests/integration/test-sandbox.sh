@@ -1,0 +1,324 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# `sluice run` is an execution boundary, not only a network namespace: each
+# way out that never touches the veth is tried for real from inside, and
+# each check looks at evidence outside the sandbox (a process that must
+# stay alive, a file that must stay unchanged, a socket listener that must
+# see no connection, the operator's terminal that must receive nothing).
+#
+# Usage: test-sandbox.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+. "$here/lib/checks.sh"
+needs_root test-sandbox.sh ip nft nsenter python3 openssl curl
+[ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
+
+. "$here/world.sh"
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+
+extra_pids=()
+outside=()
+cleanup() {
+	local p
+	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for p in "${outside[@]}"; do rm -rf "$p"; done
+	world_down
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+world_up || { echo "not ok - could not build the test world"; exit 1; }
+T=$WORLD_TMP
+chmod 1777 "$T" # the sandbox writes its results here (--rw "$T")
+# Policies live where only root can change them (sluice refuses others).
+mkdir -m 755 "$T/etc"
+world_services web.sandbox.test="$WORLD_NET_ADDR" || { echo "not ok - test services"; exit 1; }
+chmod 644 "$T/cert.pem"
+
+# sandbox ARGS... -- CMD...: sluice run in the world's host namespace.
+sandbox() { world_host "$SLUICE" run --resolver "$WORLD_NET_ADDR:53" "$@"; }
+
+# ---- the user ---------------------------------------------------------------
+
+uid=$(SUDO_UID=1000 SUDO_GID=1000 sandbox --rw "$T" -- sh -c "id -u; id -u >$T/uid-file")
+uid=$(tail -n 1 <<<"$uid")
+if [ -n "$uid" ] && [ "$uid" -ge $((0x7F000000)) ] && [ "$uid" -lt $((0x7F010000)) ]; then
+	ok "without --user the command runs as a uid of its own ($uid), not the sudo caller"
+else
+	notok "without --user: uid '$uid', want one in 0x7F000000.. (not SUDO_UID 1000)"
+fi
+check "a file the command leaves in a --rw directory belongs to its uid" "$uid" \
+	"$(stat -c %u "$T/uid-file" 2>/dev/null)"
+check "the uid has a name inside (whoami works)" 0 \
+	"$(sandbox -- sh -c 'whoami >/dev/null 2>&1; echo $?' | tail -n 1)"
+# Two at once never share one.
+sandbox --rw "$T" -- sh -c "id -u >$T/uid-a; sleep 1" &
+pa=$!
+sandbox --rw "$T" -- sh -c "id -u >$T/uid-b; sleep 1" &
+pb=$!
+wait $pa $pb
+a=$(cat "$T/uid-a" 2>/dev/null)
+b=$(cat "$T/uid-b" 2>/dev/null)
+if [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]; then
+	ok "two sandboxes at once get different uids ($a, $b)"
+else
+	notok "two sandboxes at once: uids '$a' and '$b'"
+fi
+check "--user still names one explicitly" 65534 "$(sandbox --user nobody -- id -u | tail -n 1)"
+out=$(sandbox --user root -- true 2>&1)
+check_has "--user root is refused" "root" "$out"
+
+# ---- processes -----------------------------------------------------------------
+
+# A process outside, of the sandbox's own kind (an unprivileged one), that
+# the command must not see, signal or trace.
+world_host_bg setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300
+victim=$!
+extra_pids+=($victim)
+# A listener in the host's namespace whose socket must not show in /proc.
+world_host_bg "$PY" -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",4477)); s.listen(); time.sleep(300)'
+extra_pids+=($!)
+sleep 0.3
+cat >"$T/procs.py" <<'PY'
+import ctypes, os, signal, sys
+victim = int(sys.argv[1])
+pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+print("pids", len(pids), "max", max(pids))
+try:
+    os.kill(victim, signal.SIGKILL)
+    print("kill: delivered")
+except OSError as e:
+    print("kill:", e.strerror)
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, victim, None, None)  # PTRACE_ATTACH
+print("ptrace:", "attached" if r == 0 else os.strerror(ctypes.get_errno()))
+tcp = open("/proc/1/net/tcp").read()
+print("host socket in /proc/1/net/tcp:", ":117D" in tcp)  # 4477
+print("init:", open("/proc/1/comm").read().strip())
+PY
+out=$(sandbox --ro "$T" -- "$PY" "$T/procs.py" "$victim" 2>&1)
+echo "$out" | sed 's/^/# /'
+npids=$(awk '/^pids/ { print $2 }' <<<"$out")
+if [ -n "$npids" ] && [ "$npids" -le 4 ]; then
+	ok "the command sees only its own processes in /proc ($npids)"
+else
+	notok "the command sees $npids processes"
+fi
+check_has "kill() of a process outside fails" "kill: No such process" "$out"
+check_has "ptrace() of a process outside fails" "ptrace: No such process" "$out"
+check_has "/proc/1/net/tcp does not show the host's sockets" "host socket in /proc/1/net/tcp: False" "$out"
+if kill -0 "$victim" 2>/dev/null; then
+	ok "the outside process is still alive"
+else
+	notok "the outside process was killed"
+fi
+
+# Nothing the command forked survives it, however it detaches.
+marker="slt-orphan-$$"
+sandbox -- sh -c "setsid sh -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 &
+	nohup sh -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2"
+sleep 0.2
+left=0
+for f in /proc/[0-9]*/cmdline; do
+	grep -qF "$marker" "$f" 2>/dev/null && left=$((left + 1))
+done
+check "no process the command forked outlives it" 0 "$left"
+
+# ---- files -------------------------------------------------------------------
+
+# A place the sandbox's user could write on the host (mode 0777), which it
+# must not be able to write inside: the view is read-only.
+open_dir=$(mktemp -d /var/tmp/slt-open.XXXXXX)
+outside+=("$open_dir")
+chmod 777 "$open_dir"
+echo "original" >"$open_dir/file"
+chmod 666 "$open_dir/file"
+sum=$(sha256sum <"$open_dir/file")
+sandbox -- sh -c "echo changed >$open_dir/file; touch $open_dir/new" 2>/dev/null
+check "a world-writable host file is unchanged (the view is read-only)" "$sum" \
+	"$(sha256sum <"$open_dir/file")"
+check "nothing was created in a world-writable host directory" "no" \
+	"$([ -e "$open_dir/new" ] && echo yes || echo no)"
+# ... but /var/tmp inside is private and writable.
+check "the private /var/tmp is writable, and not the host's" "1 no" \
+	"$(sandbox -- sh -c "test -e $open_dir; echo \$?; touch /var/tmp/x" | tail -n 1) $(
+		[ -e /var/tmp/x ] && echo yes || echo no)"
+out=$(sandbox --ro "$open_dir" -- sh -c "cat $open_dir/file; echo x >$open_dir/file && echo wrote" 2>&1)
+check_has "--ro PATH is readable" "original" "$out"
+check "--ro PATH is not writable" "$sum" "$(sha256sum <"$open_dir/file")"
+sandbox --rw "$open_dir" -- sh -c "echo via-rw >$open_dir/file"
+check "--rw PATH is writable" "via-rw" "$(cat "$open_dir/file")"
+
+# /tmp is private both ways.
+hostfile=$(mktemp /tmp/slt-hostfile.XXXXXX)
+outside+=("$hostfile")
+check "the host's /tmp is not visible inside" "1" \
+	"$(sandbox -- sh -c "test -e $hostfile; echo \$?" | tail -n 1)"
+sandbox -- sh -c "echo x >/tmp/slt-from-inside-$$"
+check "what the command writes in /tmp stays inside" "no" \
+	"$([ -e /tmp/slt-from-inside-$$ ] && echo yes || echo no)"
+rm -f /tmp/slt-from-inside-$$
+
+# A Unix socket of the host under /run (as D-Bus, resolved and docker have
+# theirs) must not be reachable: the listener counts connections.
+sockdir=$(mktemp -d /run/slt-sock.XXXXXX)
+outside+=("$sockdir")
+chmod 755 "$sockdir"
+world_host_bg "$PY" -c '
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen()
+s.settimeout(300)
+while True:
+    c, _ = s.accept(); open(sys.argv[2], "a").write("connected\n"); c.close()' \
+	"$sockdir/host.sock" "$T/sock.log"
+extra_pids+=($!)
+for _ in $(seq 50); do [ -S "$sockdir/host.sock" ] && break; sleep 0.1; done
+"$PY" -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$sockdir/host.sock" &&
+	sleep 0.2 # the listener works: it logs one connection from outside
+out=$(sandbox -- "$PY" -c '
+import socket, sys
+try:
+    socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print("refused:", e.strerror)' "$sockdir/host.sock" 2>&1)
+check_has "a host socket under /run is not reachable" "refused:" "$out"
+check "the host socket's listener saw only the outside connection" 1 \
+	"$(grep -c connected "$T/sock.log" 2>/dev/null || echo 0)"
+check "/dev holds no host socket (no /dev/log)" "1" \
+	"$(sandbox -- sh -c 'test -e /dev/log; echo $?' | tail -n 1)"
+
+# HOME is writable, and not the operator's.
+out=$(sandbox -- sh -c 'echo "$HOME"; echo x >"$HOME/.cache-test" && echo written')
+check_has "HOME is a private writable directory" "written" "$out"
+check_has "HOME is /tmp/home" "/tmp/home" "$out"
+
+# The system CA path is the sandbox's bundle; --trust adds a private CA.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+	-subj "/CN=slt private test CA" -keyout "$T/priv.key" -out "$T/priv-ca.pem" 2>/dev/null
+chmod 644 "$T/priv-ca.pem"
+out=$(sandbox --trust "$T/priv-ca.pem" -- sh -c \
+	'cmp /etc/ssl/certs/ca-certificates.crt "$SSL_CERT_FILE" && echo same;
+	 grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt' 2>&1)
+check_has "/etc/ssl/certs/ca-certificates.crt inside is the sandbox's bundle" "same" "$out"
+want=$(sed -n 2p "$T/priv-ca.pem")
+check "--trust FILE is in the bundle the sandbox trusts" 1 "$(sandbox --trust "$T/priv-ca.pem" -- \
+	grep -cF -- "$want" /etc/ssl/certs/ca-certificates.crt | tail -n 1)"
+out=$(sandbox --trust /etc/hostname -- true 2>&1)
+check_has "--trust with no certificate in it is refused, naming the file" "/etc/hostname" "$out"
+
+# A passthrough host behind a private CA (the test origin's own cert):
+# a client that uses its default trust store works with --trust only.
+cat >"$T/etc/web.yaml" <<'YAML'
+version: 1
+allow:
+  - host: web.sandbox.test
+YAML
+fetch='import ssl, urllib.request
+try:
+    print(urllib.request.urlopen("https://web.sandbox.test/", timeout=10).status)
+except Exception as e:
+    print("failed:", type(e).__name__)'
+out=$(sandbox --policy "$T/etc/web.yaml" --trust "$T/cert.pem" -- env -u SSL_CERT_FILE \
+	-u REQUESTS_CA_BUNDLE "$PY" -c "$fetch" 2>&1)
+check "a passthrough origin behind a private CA works with --trust" 200 "$(tail -n 1 <<<"$out")"
+out=$(sandbox --policy "$T/etc/web.yaml" -- env -u SSL_CERT_FILE "$PY" -c "$fetch" 2>&1)
+check_has "... and is refused without it (the bundle has only the system's roots and ours)" \
+	"failed:" "$out"
+
+# ---- the environment -----------------------------------------------------------
+
+out=$(AWS_SECRET_ACCESS_KEY=slt-aws-leak GITHUB_TOKEN=slt-gh-leak FOO=foo-value LC_ALL=C.UTF-8 \
+	sandbox --env FOO --env BAR=bar-value -- env)
+if grep -q "slt-aws-leak\|slt-gh-leak" <<<"$out"; then
+	notok "sluice's environment leaked into the command"
+else
+	ok "AWS_SECRET_ACCESS_KEY and GITHUB_TOKEN of sluice's environment do not reach the command"
+fi
+check_has "--env NAME passes NAME" "FOO=foo-value" "$out"
+check_has "--env NAME=VALUE sets it" "BAR=bar-value" "$out"
+check_has "LC_* passes" "LC_ALL=C.UTF-8" "$out"
+check_has "the proxy is set" "HTTPS_PROXY=http://" "$out"
+out=$(sandbox --env HTTPS_PROXY=http://203.0.113.99:80 -- true 2>&1)
+check_has "--env cannot replace the proxy variables" "proxy" "$out"
+
+# ---- the audit stream ----------------------------------------------------------
+
+out=$(sandbox --audit - -- true 2>&1)
+rc=$?
+check "--audit - is refused under run" 2 "$rc"
+check_has "... saying why" "could print" "$out"
+
+# ---- the terminal ----------------------------------------------------------------
+
+# The operator's terminal, played by a pty this test holds: sluice runs on
+# its slave as a shell's foreground job would. The command tries to type
+# into it with TIOCSTI; afterwards, whatever reads that terminal next (the
+# operator's shell) must find nothing there.
+cat >"$T/term.py" <<'PY'
+import fcntl, os, pty, select, signal, struct, subprocess, sys, termios, time
+mode = sys.argv[1]
+m, s = pty.openpty()
+fcntl.ioctl(m, termios.TIOCSWINSZ, struct.pack("HHHH", 41, 101, 0, 0))
+def ctty():
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+cmd = sys.argv[2:]
+p = subprocess.Popen(cmd, stdin=s, stdout=s, stderr=s, preexec_fn=ctty)
+out = b""
+deadline = time.time() + 30
+sent = False
+while time.time() < deadline:
+    r, _, _ = select.select([m], [], [], 0.2)
+    if r:
+        try:
+            out += os.read(m, 4096)
+        except OSError:
+            break
+    if mode == "intr" and not sent and b"READY" in out:
+        os.write(m, b"\x03")
+        sent = True
+    if p.poll() is not None:
+        break
+try:
+    rc = p.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    p.kill(); rc = "timeout"
+# What the operator's shell would read next from its terminal.
+fcntl.fcntl(s, fcntl.F_SETFL, os.O_NONBLOCK)
+try:
+    left = os.read(s, 4096)
+except BlockingIOError:
+    left = b""
+print("rc", rc)
+print("output", out.decode(errors="replace").replace("\r", "").replace("\n", "|"))
+print("left-for-the-shell", repr(left))
+PY
+inject='import fcntl, termios, sys
+n = 0
+for fd in (0, 1, 2):
+    try:
+        for c in b"echo PWNED\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
+        n += 1
+    except OSError as e:
+        pass
+print("injected-into", n, "fds")'
+out=$("$PY" "$T/term.py" plain ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
+	"$SLUICE" run -- "$PY" -c "$inject" 2>&1)
+echo "$out" | sed 's/^/# /'
+check_has "TIOCSTI from inside types nothing into the operator's terminal" \
+	"left-for-the-shell b''" "$out"
+check_has "the command runs on a terminal of its own" "injected-into" "$out"
+out=$("$PY" "$T/term.py" plain ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
+	"$SLUICE" run -- sh -c 'stty size; tty' 2>&1)
+check_has "the window size reaches the command's pty" "41 101" "$out"
+out=$("$PY" "$T/term.py" intr ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
+	"$SLUICE" run -- sh -c 'echo READY; sleep 20; echo not-interrupted' 2>&1)
+check_has "^C typed at the terminal interrupts the command" "rc 130" "$out"
+
+finish
