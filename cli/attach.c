@@ -41,6 +41,7 @@
 #include "macro.h"
 #include "netns.h"
 #include "nft.h"
+#include "policy-file.h"
 #include "policy.h"
 #include "sandbox-serve.h"
 
@@ -214,18 +215,12 @@ static int open_target(struct attach *a)
 	return 0;
 }
 
+/* Only from where root alone can change it. The container's own binds are
+ * not ours to see: a policy bound into it is for the operator to avoid
+ * (docs/policy.md). */
 static int load_policy(struct attach *a)
 {
-	struct sl_diags diags = {0};
-	int r;
-
-	r = sl_policy_load_file(a->policy_path, &a->policy, &diags);
-	for (size_t k = 0; k < diags.n; k++)
-		fprintf(stderr, "%s\n", diags.msgs[k]);
-	sl_diags_clear(&diags);
-	if (r == -ENOMEM)
-		fprintf(stderr, PROG ": %s: out of memory\n", a->policy_path);
-	return r;
+	return sl_cli_policy_load(PROG, a->policy_path, NULL, &a->policy);
 }
 
 static int setup(struct attach *a, char *err, size_t errlen)
@@ -326,8 +321,11 @@ static void wait_for_the_end(struct attach *a, const sigset_t *set)
 			fprintf(stderr, PROG ": process %d exited; detaching\n", (int)a->pid);
 			return;
 		}
-		if (sig == SIGHUP)
+		if (sig == SIGHUP && sl_cli_hup_is_request(si.si_code))
 			sl_serve_reload(&a->serve, a->policy_path);
+		else if (sig == SIGHUP)
+			fprintf(stderr, PROG ": SIGHUP from the kernel (a terminal hangup): not a "
+					     "reload; send SIGHUP with kill(1) to reload\n");
 		/* EINTR, EAGAIN (the tick): wait on. */
 	}
 }

@@ -11,8 +11,10 @@
  * Hosts whose rules name methods, paths or a credential are inspected with
  * the CA kept in --ca-dir (its clients must trust DIR/ca.crt); without it,
  * TLS to those hosts is refused (and a warning says so at start).
- * SIGHUP reloads the policy (a policy that fails to load leaves the running
- * one in force), SIGUSR1 reopens the audit log, SIGINT and SIGTERM stop it.
+ * SIGHUP reloads the policy (a policy that fails to load, lies where others
+ * could change it, or sends a secret somewhere new leaves the running one in
+ * force; a SIGHUP the kernel sends for a terminal hangup is ignored),
+ * SIGUSR1 reopens the audit log, SIGINT and SIGTERM stop it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,11 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "cli.h"
 #include "gateway.h"
 #include "macro.h"
+#include "policy-file.h"
 #include "tls-setup.h"
 
 struct gw_cli {
@@ -34,7 +39,12 @@ struct gw_cli {
 	struct sl_audit *audit;
 	struct sl_gw_resolver *resolver;
 	struct sl_tls_setup tls;
-	uv_signal_t sig_hup, sig_usr1, sig_int, sig_term;
+	uv_signal_t sig_usr1, sig_int, sig_term;
+	/* SIGHUP comes through a signalfd, not uv_signal: only its siginfo
+	 * says who sent it (policy-file.h, sl_cli_hup_is_request). */
+	int hup_fd;
+	uv_poll_t hup_poll;
+	bool hup_polling;
 };
 
 static void gateway_usage(FILE *f)
@@ -52,15 +62,12 @@ static void gateway_usage(FILE *f)
 	      f);
 }
 
+/* Without a sandbox there are no --rw paths; the file must still be
+ * root's, or ours when we run unprivileged, in directories no one else can
+ * write. */
 static int load_policy(const char *path, struct sl_policy **ret)
 {
-	struct sl_diags d = { 0 };
-	int r = sl_policy_load_file(path, ret, &d);
-
-	for (size_t i = 0; i < d.n; i++)
-		fprintf(stderr, "%s\n", d.msgs[i]);
-	sl_diags_clear(&d);
-	return r;
+	return sl_cli_policy_load("sluice gateway", path, NULL, ret);
 }
 
 /* A new policy must not need secrets this gateway was not started with.
@@ -79,28 +86,63 @@ static bool policy_ok(const struct gw_cli *g, const struct sl_policy *p, bool re
 	return !reload || sl_tls_covers(&g->tls, p, err, errlen);
 }
 
+static void reload(struct gw_cli *g)
+{
+	struct sl_policy *p = NULL;
+	char err[512];
+
+	if (load_policy(g->policy_path, &p) < 0 || !policy_ok(g, p, true, err, sizeof(err)) ||
+	    sl_tls_reloaded(&g->tls, p) < 0) {
+		if (p)
+			fprintf(stderr, "%s\n", err);
+		fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy "
+				"stays in force\n",
+			g->policy_path);
+		sl_policy_free(p);
+		return;
+	}
+	sl_gw_set_policy(g->gw, p);
+	fprintf(stderr, "sluice gateway: %s: reloaded\n", g->policy_path);
+}
+
+/* Every SIGHUP queued since the last wakeup; one reload for all those a
+ * process sent. */
+static void on_hup(uv_poll_t *h, int status, int events)
+{
+	struct gw_cli *g = h->data;
+	struct signalfd_siginfo si;
+	bool requested = false;
+	unsigned n = 0;
+
+	(void)status;
+	(void)events;
+	/* Bounded: at most one standard signal is pending at a time, so this
+	 * ends at once; the bound is for a kernel that would not. */
+	while (n++ < 64 && read(g->hup_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (sl_cli_hup_is_request(si.ssi_code)) {
+			requested = true;
+			continue;
+		}
+		fprintf(stderr,
+			"sluice gateway: SIGHUP from the kernel (a terminal hangup): not a "
+			"reload; send SIGHUP with kill(1) to reload %s\n",
+			g->policy_path);
+	}
+	if (requested)
+		reload(g);
+}
+
+static void hup_closed(uv_handle_t *h)
+{
+	struct gw_cli *g = h->data;
+
+	sl_closep(&g->hup_fd);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
 	struct gw_cli *g = s->data;
 
-	if (signum == SIGHUP) {
-		struct sl_policy *p = NULL;
-
-		char err[512];
-
-		if (load_policy(g->policy_path, &p) < 0 || !policy_ok(g, p, true, err, sizeof(err))) {
-			if (p)
-				fprintf(stderr, "%s\n", err);
-			fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy "
-					"stays in force\n",
-				g->policy_path);
-			sl_policy_free(p);
-			return;
-		}
-		sl_gw_set_policy(g->gw, p);
-		fprintf(stderr, "sluice gateway: %s: reloaded\n", g->policy_path);
-		return;
-	}
 	if (signum == SIGUSR1) {
 		if (g->audit && sl_audit_reopen(g->audit) < 0)
 			fprintf(stderr, "sluice gateway: cannot reopen the audit log: %m\n");
@@ -110,7 +152,10 @@ static void on_signal(uv_signal_t *s, int signum)
 	 * run dry. */
 	sl_gw_shutdown(g->gw);
 	sl_gw_resolver_free(g->resolver);
-	uv_close((uv_handle_t *)&g->sig_hup, NULL);
+	if (g->hup_polling) {
+		uv_close((uv_handle_t *)&g->hup_poll, hup_closed);
+		g->hup_polling = false;
+	}
 	uv_close((uv_handle_t *)&g->sig_usr1, NULL);
 	uv_close((uv_handle_t *)&g->sig_int, NULL);
 	uv_close((uv_handle_t *)&g->sig_term, NULL);
@@ -163,16 +208,27 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct gw_cli g = { 0 };
+	struct gw_cli g = { .hup_fd = -1 };
 	struct sl_gw_config cfg;
 	struct sl_policy *policy = NULL;
 	const char *listen = NULL, *audit_path = NULL, *resolver = NULL, *dns = NULL;
 	const char *ca_dir = NULL, *upstream_ca = NULL;
-	uv_loop_t *loop = uv_default_loop();
+	uv_loop_t *loop;
 	unsigned long v;
 	char err[512] = "";
+	sigset_t hup;
 	int c, r;
 
+	/* SIGHUP is blocked before any thread exists (libuv's and c-ares'
+	 * inherit the mask), so it can only be read from the signalfd below:
+	 * never delivered, never the default action (exit), never lost. */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &hup, NULL) < 0) {
+		fprintf(stderr, "sluice gateway: blocking SIGHUP: %m\n");
+		return SL_EXIT_FAILURE;
+	}
+	loop = uv_default_loop();
 	sl_gw_config_defaults(&cfg);
 	optind = 1;
 	opterr = 0;
@@ -311,12 +367,28 @@ int sl_cmd_gateway(int argc, char **argv)
 		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
 	}
 
-	uv_signal_init(loop, &g.sig_hup);
+	/* Without it, SIGHUP would stay blocked and never reload: refuse to
+	 * run rather than ignore the operator. */
+	g.hup_fd = signalfd(-1, &hup, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (g.hup_fd < 0 || uv_poll_init(loop, &g.hup_poll, g.hup_fd) < 0) {
+		fprintf(stderr, "sluice gateway: a signalfd for SIGHUP: %s\n",
+			g.hup_fd < 0 ? strerror(errno) : "uv_poll_init failed");
+		sl_closep(&g.hup_fd);
+		sl_gw_shutdown(g.gw);
+		sl_gw_resolver_free(g.resolver);
+		uv_run(loop, UV_RUN_DEFAULT);
+		uv_loop_close(loop);
+		sl_audit_close(g.audit);
+		sl_tls_setup_done(&g.tls);
+		return SL_EXIT_FAILURE;
+	}
+	g.hup_poll.data = &g;
+	g.hup_polling = true;
+	uv_poll_start(&g.hup_poll, UV_READABLE, on_hup);
 	uv_signal_init(loop, &g.sig_usr1);
 	uv_signal_init(loop, &g.sig_int);
 	uv_signal_init(loop, &g.sig_term);
-	g.sig_hup.data = g.sig_usr1.data = g.sig_int.data = g.sig_term.data = &g;
-	uv_signal_start(&g.sig_hup, on_signal, SIGHUP);
+	g.sig_usr1.data = g.sig_int.data = g.sig_term.data = &g;
 	uv_signal_start(&g.sig_usr1, on_signal, SIGUSR1);
 	uv_signal_start(&g.sig_int, on_signal, SIGINT);
 	uv_signal_start(&g.sig_term, on_signal, SIGTERM);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "policy-file.h"
 #include "sandbox-serve.h"
 
 /* ---- Blocked packets reach the audit log ---- */
@@ -455,27 +456,30 @@ void sl_serve_set_policy(struct sl_serve *t, struct sl_policy *p)
 void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 {
 	struct sl_policy *p = NULL;
-	struct sl_diags d = { 0 };
-	int r;
+	char err[512];
 
 	if (!policy_path) {
 		fprintf(stderr, "%s: SIGHUP: no --policy to reload; still denying everything\n",
 			t->prog);
 		return;
 	}
-	r = sl_policy_load_file(policy_path, &p, &d);
-	for (size_t i = 0; i < d.n; i++)
-		fprintf(stderr, "%s\n", d.msgs[i]);
-	sl_diags_clear(&d);
-	if (r < 0) {
+	/* Checked again at every reload: where the file lies may have
+	 * changed since the start. */
+	if (sl_cli_policy_load(t->prog, policy_path, t->sandbox_writable, &p) < 0) {
 		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n", t->prog,
 			policy_path);
 		return;
 	}
+	/* New secrets, or a loaded one sent somewhere new, need a restart;
+	 * the note of where secrets go is updated before the gateway has p. */
 	if (t->tls) {
-		char err[512];
+		bool ok = sl_tls_covers(t->tls, p, err, sizeof(err));
 
-		if (!sl_tls_covers(t->tls, p, err, sizeof(err))) {
+		if (ok && sl_tls_reloaded(t->tls, p) < 0) {
+			snprintf(err, sizeof(err), "%s: out of memory", policy_path);
+			ok = false;
+		}
+		if (!ok) {
 			fprintf(stderr,
 				"%s\n%s: %s: not reloaded; the running policy stays in force\n",
 				err, t->prog, policy_path);

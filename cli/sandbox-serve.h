@@ -36,6 +36,9 @@ struct sl_serve {
 	 * and the CA file origins are verified against (NULL: the system's). */
 	struct sl_tls_setup *tls;
 	const char *upstream_ca;
+	/* The paths the sandbox can write (`run --rw`; NULL-terminated, or
+	 * NULL): a reload refuses a policy under one of them. Borrowed. */
+	const char *const *sandbox_writable;
 
 	/* The gateway's thread: its own loop, stopped through an async handle. */
 	uv_loop_t loop;
@@ -92,6 +95,9 @@ void sl_serve_gateway_stop(struct sl_serve *s);
  * decided from then on use it; connections already open keep theirs. */
 void sl_serve_set_policy(struct sl_serve *s, struct sl_policy *p);
 
-/* SIGHUP: load the policy file again and hand it over. A policy that fails
- * to load is reported and the running one stays in force. */
+/* SIGHUP (one a process sent: sl_cli_hup_is_request): load the policy file
+ * again and hand it over. A policy that fails to load, lies where others
+ * could change it (policy-file.h), or names a secret not loaded at start
+ * or sends one somewhere the running policy does not (sl_tls_covers) is
+ * reported and the running one stays in force. */
 void sl_serve_reload(struct sl_serve *s, const char *policy_path);

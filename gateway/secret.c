@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "macro.h"
+#include "safe-file.h"
 #include "secret.h"
 
 /* Room for the longest value plus a run of trailing newlines; a longer
@@ -65,14 +66,18 @@ void sl_secret_value_free(struct sl_secret_value *v)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sl_secret_value *, sl_secret_value_free)
 
-/* Read the whole of path into v->value, after checking who can read it. */
+/* Read the whole of path into v->value, after checking who can read it
+ * and who could change or replace it. */
 static int read_file(const struct sl_secret *sec, const char *path, uid_t sandbox_uid,
-		     struct sl_secret_value *v, char *err, size_t errlen)
+		     const char *const *sandbox_writable, struct sl_secret_value *v, char *err,
+		     size_t errlen)
 {
 	const char *what = source_word(sec->source);
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	size_t got = 0;
+	char why[384];
+	int r;
 
 	/* O_NOFOLLOW: a symlink planted in place of the file is refused, not
 	 * followed to whatever it names. */
@@ -103,6 +108,14 @@ static int read_file(const struct sl_secret *sec, const char *path, uid_t sandbo
 			    "secret \"%s\": %s %s: owned by uid %u; it must be owned by root or "
 			    "by sluice's user (uid %u)",
 			    sec->name, what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+	/* Readable by nobody else is not enough: a file the sandbox could
+	 * replace (its directory, or one above it, is writable by others, or
+	 * lies in a --rw path) is as good as one it could read, at the next
+	 * restart if not now. */
+	r = sl_safe_file_check_fd(fd, path, geteuid(), sandbox_writable, SL_SAFE_FILE_NOFOLLOW, why,
+				  sizeof(why));
+	if (r < 0)
+		return sl_err(err, errlen, r, "secret \"%s\": %s %s", sec->name, what, why);
 
 	for (;;) {
 		ssize_t n = read(fd, v->value + got, SECRET_READ_MAX + 1 - got);
@@ -163,7 +176,8 @@ static bool credential_name_ok(const char *name)
 }
 
 int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
-		   struct sl_secret_value **ret_value, char *err, size_t errlen)
+		   const char *const *sandbox_writable, struct sl_secret_value **ret_value,
+		   char *err, size_t errlen)
 {
 	_cleanup_(sl_secret_value_freep) struct sl_secret_value *v = NULL;
 	_cleanup_free_ char *path = NULL;
@@ -183,7 +197,7 @@ int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
 			return sl_err(err, errlen, -EINVAL,
 				    "secret \"%s\": file %s: not an absolute path", sec->name,
 				    sec->ref);
-		r = read_file(sec, sec->ref, sandbox_uid, v, err, errlen);
+		r = read_file(sec, sec->ref, sandbox_uid, sandbox_writable, v, err, errlen);
 		if (r < 0)
 			return r;
 		break;
@@ -204,7 +218,7 @@ int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
 				    sec->name);
 		}
 		where = path;
-		r = read_file(sec, path, sandbox_uid, v, err, errlen);
+		r = read_file(sec, path, sandbox_uid, sandbox_writable, v, err, errlen);
 		if (r < 0)
 			return r;
 		break;

@@ -13,7 +13,10 @@
  * symlink as the last component, owned by root or by sluice's effective
  * user, not owned by the sandbox's user, and carry no permission bits for
  * group or others (mode & 077 == 0): nothing but their owner and root can
- * read them, so the sandbox cannot.
+ * read them, so the sandbox cannot. Nor may anyone else be able to replace
+ * them: every directory on the way must pass safe-file.h (owned by root or
+ * sluice's user, not writable by group or others, not a --rw path of the
+ * sandbox's). A systemd credential's directory passes as systemd makes it.
  *
  * Values become an HTTP header, so trailing newlines are stripped and any
  * other control character (CR, LF and NUL above all: header injection) is
@@ -40,14 +43,17 @@ struct sl_secret_value {
 };
 
 /*
- * Load sec's value. sandbox_uid is the user the sandbox runs as. On success
+ * Load sec's value. sandbox_uid is the user the sandbox runs as;
+ * sandbox_writable (NULL-terminated, may be NULL) the paths it can write
+ * (`run --rw`), where no secret file may lie. On success
  * returns 0 and sets *ret_value (free with sl_secret_value_free). On
  * failure returns a negative errno and, when err is not NULL, writes a
  * message naming the secret and its file or variable to err (errlen bytes,
  * NUL-terminated).
  */
 int sl_secret_load(const struct sl_secret *sec, uid_t sandbox_uid,
-		   struct sl_secret_value **ret_value, char *err, size_t errlen);
+		   const char *const *sandbox_writable, struct sl_secret_value **ret_value,
+		   char *err, size_t errlen);
 
 /* Wipe, unlock and unmap. Accepts NULL. */
 void sl_secret_value_free(struct sl_secret_value *v);

@@ -20,6 +20,8 @@
 #define SANDBOX_UID 65534
 
 static char dir[64];
+/* The sandbox's --rw paths for the next load. */
+static const char *const *rw_paths;
 
 static int setup(void **state)
 {
@@ -61,7 +63,7 @@ static int load(enum sl_secret_source src, const char *ref, struct sl_secret_val
 {
 	struct sl_secret sec = {.name = (char *)"api", .source = src, .ref = (char *)ref};
 
-	return sl_secret_load(&sec, SANDBOX_UID, v, err, errlen);
+	return sl_secret_load(&sec, SANDBOX_UID, rw_paths, v, err, errlen);
 }
 
 static void expect_ok(enum sl_secret_source src, const char *ref, const char *want)
@@ -209,12 +211,48 @@ static void test_credential(void **state)
 	unsetenv("CREDENTIALS_DIRECTORY");
 }
 
+/* Readable by root alone is not enough: the file must lie where nobody
+ * else could replace it (safe-file.h). */
+static void test_file_place(void **state)
+{
+	char sub[128], path[128];
+	const char *p;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/open", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(chmod(sub, 0777), 0);
+	p = put("open/key", "sk-test-0123456789\n", 19, 0600);
+	snprintf(path, sizeof(path), "%s", p);
+	expect_refused(SL_SECRET_FILE, path, -EPERM, "group or others can write its directory");
+	assert_int_equal(chmod(sub, 0775), 0);
+	expect_refused(SL_SECRET_FILE, path, -EPERM, "chmod go-w");
+	assert_int_equal(chmod(sub, 0755), 0);
+	expect_ok(SL_SECRET_FILE, path, "sk-test-0123456789");
+	/* Under a path the sandbox can write (run --rw). */
+	{
+		const char *const rw[] = {sub, NULL};
+
+		rw_paths = rw;
+		expect_refused(SL_SECRET_FILE, path, -EPERM, "--rw");
+		rw_paths = NULL;
+	}
+	/* The same for a systemd credential's directory. */
+	setenv("CREDENTIALS_DIRECTORY", sub, 1);
+	put("open/cred", "sk-test-credential\n", 19, 0400);
+	expect_ok(SL_SECRET_CREDENTIAL, "cred", "sk-test-credential");
+	assert_int_equal(chmod(sub, 0757), 0);
+	expect_refused(SL_SECRET_CREDENTIAL, "cred", -EPERM, "chmod go-w");
+	unsetenv("CREDENTIALS_DIRECTORY");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_file_modes),	cmocka_unit_test(test_file_owner),
 	    cmocka_unit_test(test_file_shapes), cmocka_unit_test(test_newlines),
 	    cmocka_unit_test(test_env),		cmocka_unit_test(test_credential),
+	    cmocka_unit_test(test_file_place),
 	};
 
 	sl_secret_value_free(NULL);

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* The policy file, from a trusted place only (policy-file.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "policy-file.h"
+#include "safe-file.h"
+
+int sl_cli_policy_load(const char *prog, const char *path, const char *const *sandbox_writable,
+		       struct sl_policy **ret)
+{
+	struct sl_diags d = {0};
+	_cleanup_close_ int fd = -1;
+	char err[1024];
+	int r;
+
+	/* Root trusts root; an unprivileged sluice (gateway, check) trusts
+	 * its own user as well, whose files it could not protect anyway. */
+	r = sl_safe_file_open(path, geteuid(), sandbox_writable, 0, &fd, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return r;
+	}
+	r = sl_policy_load_fd(fd, path, ret, &d);
+	for (size_t i = 0; i < d.n; i++)
+		fprintf(stderr, "%s\n", d.msgs[i]);
+	sl_diags_clear(&d);
+	if (r == -ENOMEM)
+		fprintf(stderr, "%s: %s: out of memory\n", prog, path);
+	return r;
+}
+
+bool sl_cli_hup_is_request(int si_code)
+{
+	return si_code == SI_USER || si_code == SI_QUEUE || si_code == SI_TKILL;
+}
