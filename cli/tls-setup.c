@@ -39,7 +39,8 @@ int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t
 	for (i = 0; i < p->n_secrets; i++) {
 		const struct sl_secret *sec = &p->secrets[i];
 
-		r = sl_secret_load(sec, sandbox_uid, &s->secrets[i].v, err, errlen);
+		r = sl_secret_load(sec, sandbox_uid, s->sandbox_writable, &s->secrets[i].v, err,
+				   errlen);
 		if (r < 0)
 			return r;
 		s->n_secrets = i + 1;
@@ -51,6 +52,21 @@ int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t
 			return -ENOMEM;
 		}
 	}
+	r = sl_tls_reloaded(s, p);
+	if (r < 0)
+		snprintf(err, errlen, "out of memory");
+	return r;
+}
+
+int sl_tls_reloaded(struct sl_tls_setup *s, const struct sl_policy *p)
+{
+	struct sl_policy_bindings *b = NULL;
+	int r = sl_policy_bindings_new(p, &b);
+
+	if (r < 0)
+		return r;
+	sl_policy_bindings_free(s->bindings);
+	s->bindings = b;
 	return 0;
 }
 
@@ -168,6 +184,9 @@ bool sl_tls_covers(const struct sl_tls_setup *s, const struct sl_policy *p, char
 			return false;
 		}
 	}
+	/* No note (secrets never loaded): then p names none, as checked. */
+	if (s->bindings && sl_policy_bindings_check(s->bindings, p, err, errlen) < 0)
+		return false;
 	return true;
 }
 
@@ -191,6 +210,7 @@ void sl_tls_setup_done(struct sl_tls_setup *s)
 		free(TAKE_PTR(s->secrets[i].ref));
 	}
 	s->n_secrets = 0;
+	sl_policy_bindings_free(TAKE_PTR(s->bindings));
 	sl_ca_free(TAKE_PTR(s->ca));
 	if (s->bundle_dir) {
 		(void)unlink(s->bundle);

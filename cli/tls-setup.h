@@ -39,10 +39,19 @@ struct sl_tls_setup {
 		struct sl_secret_value *v;
 	} secrets[SL_SCRUB_MAX_SECRETS];
 	size_t n_secrets;
+	/* Set before sl_tls_load_secrets(): the paths the sandbox can write
+	 * (`run --rw`, NULL-terminated; NULL: none), where no secret file
+	 * may lie. Borrowed. */
+	const char *const *sandbox_writable;
+	/* Where the policy in force sends the secrets: a reload may narrow
+	 * that, never widen it (sl_tls_covers). */
+	struct sl_policy_bindings *bindings;
 };
 
 /* Read every secret p names (sandbox_uid: the user who must not be able to
- * read their files). errlen >= 512. */
+ * read their files; none may lie where anyone but root or sluice's user
+ * could replace it, safe-file.h), and note where p sends them. errlen >=
+ * 512. */
 int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t sandbox_uid,
 			char *err, size_t errlen);
 
@@ -63,11 +72,19 @@ int sl_tls_apply(struct sl_tls_setup *s, struct sl_gw *gw, const char *upstream_
 		 size_t errlen);
 
 /* May the gateway take this new policy (a reload)? Only if every secret it
- * names was loaded at start, from the same place: a reload cannot read new
- * secrets (the files may no longer be readable, and the agent must not be
- * able to widen what it reaches by editing a file sluice rereads). */
+ * names was loaded at start, from the same place, and it sends each one
+ * only where the policy in force does (same header and prefix, a host its
+ * pattern covers, a port it names: sl_policy_bindings_check): a reload
+ * cannot read new secrets (the files may no longer be readable) nor send
+ * a key somewhere new, so that whoever gets a file reread cannot widen
+ * where the key goes. Both need a restart. */
 bool sl_tls_covers(const struct sl_tls_setup *s, const struct sl_policy *p, char *err,
 		   size_t errlen);
+
+/* p, which sl_tls_covers() allowed, is now in force: note where it sends
+ * the secrets, for the next reload. Call it before handing p over. -ENOMEM
+ * leaves the earlier note (then refuse the reload). */
+int sl_tls_reloaded(struct sl_tls_setup *s, const struct sl_policy *p);
 
 /* Does any rule of p need inspection? The first one's line, else 0. */
 unsigned sl_tls_first_inspected(const struct sl_policy *p);
