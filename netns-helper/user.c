@@ -409,6 +409,7 @@ int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int 
 	_cleanup_free_ char *subuid = NULL, *subgid = NULL;
 	_cleanup_close_ int dfd = -1;
 	unsigned scans = 0;
+	struct stat st;
 	uint32_t start;
 	int r;
 
@@ -424,6 +425,16 @@ int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sl_err(err, errlen, negative_errno(), "opening %s: %m", dir);
+	/* Whoever may remove a lock file there may make two sandboxes share
+	 * a uid: only we may write to the directory. */
+	if (fstat(dfd, &st) < 0)
+		return sl_err(err, errlen, negative_errno(), "stat %s: %m", dir);
+	if (st.st_uid != geteuid() || (st.st_mode & 022))
+		return sl_err(err, errlen, -EPERM,
+			      "%s: must be owned by uid %u and writable by it alone (it is uid "
+			      "%u, mode %04o)",
+			      dir, (unsigned)geteuid(), (unsigned)st.st_uid,
+			      (unsigned)(st.st_mode & 07777));
 
 	start = random_start(n);
 	for (uint32_t i = 0; i < n; i++) {

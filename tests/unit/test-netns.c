@@ -434,6 +434,13 @@ static void test_user_allocate(void **state)
 			 1);
 	assert_int_equal(c.uid, 7);
 	assert_int_equal(fc, -5);
+	/* A lock directory others may write to is refused: removing a lock
+	 * file would let two sandboxes share a uid. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(sl_netns_user_allocate(dir, &c, &fc, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "writable"));
+	assert_int_equal(c.uid, 7);
+	assert_int_equal(chmod(dir, 0700), 0);
 	remove_tmpdir(dir);
 }
 
