@@ -113,9 +113,7 @@ static const char *rule_comment(const struct nftnl_rule *r)
 	return comment;
 }
 
-/* "[ meta load skuid => reg 1 ] [ cmp eq reg 1 0x00003039 ] ..." into a new
- * string; a text that does not fit becomes one no rule of ours has. */
-static int rule_text(const struct nftnl_rule *r, char **ret)
+int sl_nft_guard_rule_text(const struct nftnl_rule *r, char **ret)
 {
 	_cleanup_free_ char *buf = malloc(RULE_TEXT_MAX);
 	struct nftnl_expr_iter *it;
@@ -138,7 +136,12 @@ static int rule_text(const struct nftnl_rule *r, char **ret)
 			break;
 		}
 		l += (size_t)n;
-		n = nftnl_expr_snprintf(buf + l, RULE_TEXT_MAX - l, e, NFTNL_OUTPUT_DEFAULT, 0);
+		/* A stateful expression comes back with its state (a counter
+		 * with the packets it counted): compare only that it is there. */
+		n = name && (!strcmp(name, "counter") || !strcmp(name, "last"))
+			    ? 0
+			    : nftnl_expr_snprintf(buf + l, RULE_TEXT_MAX - l, e,
+						  NFTNL_OUTPUT_DEFAULT, 0);
 		if (n < 0 || (size_t)n >= RULE_TEXT_MAX - l) {
 			fits = false;
 			break;
@@ -262,7 +265,7 @@ static int rules_add(struct rules *rs, size_t cap, const struct nftnl_rule *r)
 		if (!rs->text || !rs->comment)
 			return -ENOMEM;
 	}
-	e = rule_text(r, &rs->text[rs->n]);
+	e = sl_nft_guard_rule_text(r, &rs->text[rs->n]);
 	if (e < 0)
 		return e;
 	rs->comment[rs->n++] = rule_comment(r);

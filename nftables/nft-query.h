@@ -84,6 +84,16 @@ int sl_nft_guard_judge(const struct sl_nft_guard_view *view, const struct sl_nft
 		       struct sl_nft_guard_report *ret);
 
 /*
+ * A rule's expressions in the form they are compared in, one "[ name ...
+ * ]" per expression as libnftnl prints it ("[ meta load skuid => reg 1 ]
+ * [ cmp eq reg 1 0x00003039 ] ..."), into a new string for free(). Table,
+ * chain, handle and comment are left out; so is the state of a stateful
+ * expression (a counter's packets). A rule whose text would be longer than
+ * any of guard's gets a text no rule of guard's has. -ENOMEM or 0.
+ */
+int sl_nft_guard_rule_text(const struct nftnl_rule *r, char **ret);
+
+/*
  * The gateway a rule accepts: when `r` matches skuid == uid, an IPv4 or IPv6
  * destination address and a TCP destination port, and ends in accept,
  * *ret gets uid, family, address and port; -ENOENT otherwise.

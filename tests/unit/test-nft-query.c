@@ -24,9 +24,11 @@
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/common.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/udata.h>
 
+#include "macro.h"
 #include "nft-internal.h"
 #include "nft-query.h"
 
@@ -376,6 +378,35 @@ static void test_round_trip(void **state)
 	fixture_done(&f);
 }
 
+/* A counter comes back with what it counted; that is not a difference. */
+static void test_counter_state(void **state)
+{
+	struct sl_nft_guard c = gw("127.0.0.1", 3128);
+	_cleanup_free_ char *plain = NULL, *counted = NULL, *fresh = NULL;
+	struct nftnl_rule *with[2];
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f, &c);
+	for (size_t i = 0; i < 2; i++) {
+		struct nftnl_expr *e = nftnl_expr_alloc("counter");
+
+		assert_non_null(e);
+		with[i] = round_trip(f.rules[1]);
+		nftnl_expr_set_u64(e, NFTNL_EXPR_CTR_PACKETS, i ? 0 : 7);
+		nftnl_expr_set_u64(e, NFTNL_EXPR_CTR_BYTES, i ? 0 : 700);
+		nftnl_rule_add_expr(with[i], e);
+		f.own[f.n_own++] = with[i];
+	}
+	assert_int_equal(sl_nft_guard_rule_text(f.rules[1], &plain), 0);
+	assert_int_equal(sl_nft_guard_rule_text(with[0], &counted), 0);
+	assert_int_equal(sl_nft_guard_rule_text(with[1], &fresh), 0);
+	assert_string_equal(counted, fresh);
+	assert_string_not_equal(plain, counted);
+	assert_has(plain, "[ meta load skuid => reg 1 ] [ cmp eq reg 1 0x00003039 ]");
+	fixture_done(&f);
+}
+
 static void test_gateway_of(void **state)
 {
 	struct sl_nft_guard c = gw("203.0.113.7", 443), got;
@@ -442,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_other_gateway),
 		cmocka_unit_test(test_chain_hook),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_counter_state),
 		cmocka_unit_test(test_gateway_of),
 		cmocka_unit_test(test_many_findings),
 		cmocka_unit_test(test_bad_config),
