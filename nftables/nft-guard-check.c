@@ -323,8 +323,9 @@ static void name_rule(const struct nftnl_rule *r, const char *comment, char *buf
 		snprintf(buf + n, len - (size_t)n, "%sno comment", n ? ", " : "");
 }
 
-/* Which of want's rules are in have, in order; the rest is named. */
-static void judge_rules(struct judge *j, const struct rules *want, const struct rules *have,
+/* Which of want's rules are in have, in order; the rest is named. 0 or
+ * -ENOMEM. */
+static int judge_rules(struct judge *j, const struct rules *want, const struct rules *have,
 			struct nftnl_rule *const *have_rules, const char *chain)
 {
 	_cleanup_free_ ssize_t *pos = calloc(want->n ? want->n : 1, sizeof(*pos));
@@ -332,13 +333,11 @@ static void judge_rules(struct judge *j, const struct rules *want, const struct 
 	size_t next = 0;
 	char what[128];
 
-	if (!pos || !used) {
-		why_add(j, "out of memory comparing the rules");
-		return;
-	}
+	if (!pos || !used)
+		return -ENOMEM;
 	if (!have->n) {
 		why_add(j, "chain %s has no rules (guard installs %zu)", chain, want->n);
-		return;
+		return 0;
 	}
 	/* In order: each wanted rule at or after the one before it. */
 	for (size_t i = 0; i < want->n; i++) {
@@ -389,6 +388,7 @@ static void judge_rules(struct judge *j, const struct rules *want, const struct 
 		why_add(j, "rule %zu of chain %s (%s) is not one guard installs", k + 1, chain,
 			what);
 	}
+	return 0;
 }
 
 int sl_nft_guard_judge(const struct sl_nft_guard_view *view, const struct sl_nft_guard *cfg,
@@ -460,9 +460,8 @@ int sl_nft_guard_judge(const struct sl_nft_guard_view *view, const struct sl_nft
 			r = rules_add(&want, n_want, plan.ops[i].rule);
 	for (size_t k = 0; k < view->n_rules && r >= 0; k++)
 		r = rules_add(&have, view->n_rules, view->rules[k]);
-	if (r < 0)
-		goto done;
-	judge_rules(&j, &want, &have, view->rules, chain);
+	if (r >= 0)
+		r = judge_rules(&j, &want, &have, view->rules, chain);
 
 done:
 	rules_done(&want);
