@@ -9,8 +9,18 @@
  * to anything but the gateway's ports is dropped whatever the route and
  * whichever interface), the host side's rules for the veth, and the gateway
  * (proxy, DNS, transparent capture) served until SIGINT or SIGTERM, or
- * until the process given by --pid exits. Then everything it added goes
+ * until nothing but sluice holds the namespace any more (no process in it,
+ * no open file or bind mount of it: the --pid process exiting is not
+ * enough, another may live on in there). Then everything it added goes
  * and the container's routes come back: the container is left as it was.
+ *
+ * The container's other ways out (docs/fence.md): every interface of its
+ * own (all but lo and our veth) drops every frame at the netdev egress
+ * hook, so that raw AF_PACKET frames, which no inet hook sees, cannot
+ * leave either; interfaces added or renamed later are fenced as soon as
+ * rtnetlink says so (a thread watches). A namespace that another user
+ * namespace owns, or with a process in it holding CAP_NET_ADMIN, is
+ * refused: either could delete the rules and route around the gateway.
  *
  * The processes inside are not ours: no privileges are dropped, no cgroup
  * is made, and their /etc/resolv.conf (in a mount namespace that is not
@@ -29,6 +39,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach-watch.h"
 #include "cli.h"
+#include "err.h"
 #include "macro.h"
 #include "netns.h"
 #include "nft.h"
@@ -58,6 +71,14 @@ struct attach {
 	struct sl_serve serve;
 	struct sl_netns_sandbox *sandbox;
 	bool sandbox_rules; /* table inet sluice may be in the target */
+	/* The container's own links: watched, and their egress dropped
+	 * (table netdev sluice, through a socket made in the namespace). */
+	struct sl_netns_link_watch *links;
+	struct sl_nft *nft_inside;
+	bool egress_rules;
+	pthread_t watcher;
+	bool watching;
+	int stop_pipe[2];
 };
 
 static void attach_usage(FILE *f)
@@ -68,9 +89,12 @@ static void attach_usage(FILE *f)
 	      "\n"
 	      "Fence an existing network namespace (a container's: that of process PID, or the\n"
 	      "namespace file PATH) so that it can reach only sluice's gateway, which enforces\n"
-	      "the policy, until SIGINT or SIGTERM (or until PID exits); then remove everything\n"
-	      "added and put the namespace's routes back. The container's resolv.conf is not\n"
-	      "changed: its DNS queries are sent to the gateway's DNS instead.\n"
+	      "the policy, until SIGINT or SIGTERM (or until nothing holds the namespace any\n"
+	      "more: PID and every other process in it exited, no bind mount of it); then\n"
+	      "remove everything added and put the namespace's routes back. The container's\n"
+	      "resolv.conf is not changed: its DNS queries are sent to the gateway's DNS.\n"
+	      "Its own interfaces send nothing while attached (raw frames included). Refused:\n"
+	      "a namespace of a rootless container, or one where a process holds CAP_NET_ADMIN.\n"
 	      "--pool is where the veth's addresses come from (default " SL_NETNS_DEFAULT_POOL
 	      ").\n"
 	      "Hosts whose rules name methods, paths or a credential are inspected: the\n"
@@ -172,7 +196,7 @@ static int parse_args(struct attach *a, int argc, char **argv)
  * opens, the pidfd says the process we meant is gone. */
 static int open_target(struct attach *a)
 {
-	char path[64], err[256];
+	char path[64], err[768];
 	uint64_t pid;
 	int r;
 
@@ -208,6 +232,11 @@ static int open_target(struct attach *a)
 		fprintf(stderr, PROG ": %s: %s\n", a->netns ? a->netns : path, err);
 		return r;
 	}
+	r = sl_netns_check_fenceable(a->netns_fd, a->pid_arg ? a->pid : 0, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s: refused: %s\n", a->netns ? a->netns : path, err);
+		return r;
+	}
 	if (a->pidfd >= 0 && poll(&(struct pollfd){.fd = a->pidfd, .events = POLLIN}, 1, 0) > 0) {
 		fprintf(stderr, PROG ": --pid %s: the process exited\n", a->pid_arg);
 		return -ESRCH;
@@ -221,6 +250,111 @@ static int open_target(struct attach *a)
 static int load_policy(struct attach *a)
 {
 	return sl_cli_policy_load(PROG, a->policy_path, NULL, &a->policy);
+}
+
+static int open_nft_inside(void *userdata)
+{
+	return sl_nft_open(userdata, NULL, 0);
+}
+
+/* Drop every frame the container's own links would send (all but lo and
+ * our veth), replacing what was there: one batch. */
+static int fence_links(struct attach *a, char *err, size_t errlen)
+{
+	char names[SL_NETNS_MAX_LINKS][IFNAMSIZ];
+	const char *devs[SL_NETNS_MAX_LINKS];
+	struct sl_nft_egress cfg = {.devices = devs};
+	int r;
+
+	r = sl_netns_link_watch_list(a->links, names, ELEMENTSOF(names), &cfg.n_devices, err,
+				     errlen);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < cfg.n_devices; i++)
+		devs[i] = names[i];
+	a->egress_rules = true;
+	r = sl_nft_egress_apply(a->nft_inside, &cfg, err, errlen);
+	if (r == -EOPNOTSUPP && cfg.n_devices) {
+		size_t l = strlen(err);
+
+		snprintf(err + l, errlen - l,
+			 "; refusing: the namespace has interfaces of its own (%s%s), whose raw "
+			 "frames would get past the fence",
+			 names[0], cfg.n_devices > 1 ? ", ..." : "");
+	}
+	return r == -EOPNOTSUPP && !cfg.n_devices ? 0 : r;
+}
+
+/* Links can be added to the namespace, or renamed, while attached (by its
+ * owner: no process in it has CAP_NET_ADMIN). Each change is fenced as
+ * soon as rtnetlink reports it; between the two a new link may send a
+ * few frames (it comes up only when someone brings it up). */
+static void *watch_links(void *userdata)
+{
+	struct attach *a = userdata;
+	struct pollfd p[2] = {
+	    {.fd = sl_netns_link_watch_fd(a->links), .events = POLLIN},
+	    {.fd = a->stop_pipe[0], .events = POLLIN},
+	};
+	char err[512];
+
+	for (;;) {
+		int r = poll(p, ELEMENTSOF(p), -1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || p[1].revents)
+			break;
+		r = sl_netns_link_watch_read(a->links);
+		/* A link named while we listed may be gone by the time the
+		 * batch arrives (older kernels refuse a missing device). */
+		for (int i = 0; r > 0 && i < 3; i++) {
+			r = fence_links(a, err, sizeof(err));
+			if (r != -ENOENT && r != -ENODEV)
+				break;
+		}
+		if (r < 0) {
+			fprintf(stderr,
+				PROG ": WARNING: a link of the namespace may not be fenced: %s; "
+				     "links are no longer watched\n",
+				err);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int links_start(struct attach *a, char *err, size_t errlen)
+{
+	int r;
+
+	r = sl_netns_link_watch_open(a->sandbox, &a->links, err, errlen);
+	if (r < 0)
+		return r;
+	r = sl_netns_sandbox_run_inside(a->sandbox, open_nft_inside, &a->nft_inside);
+	if (r < 0)
+		return sl_err(err, errlen, r, "nftables in the namespace: %s", strerror(-r));
+	r = fence_links(a, err, errlen);
+	if (r < 0)
+		return r;
+	if (pipe2(a->stop_pipe, O_CLOEXEC) < 0)
+		return sl_err(err, errlen, negative_errno(), "watching links: %m");
+	r = -pthread_create(&a->watcher, NULL, watch_links, a);
+	if (r < 0)
+		return sl_err(err, errlen, r, "watching links: %s", strerror(-r));
+	a->watching = true;
+	return 0;
+}
+
+static void links_stop(struct attach *a)
+{
+	if (a->watching) {
+		(void)!write(a->stop_pipe[1], "x", 1);
+		pthread_join(a->watcher, NULL);
+		a->watching = false;
+	}
+	sl_closep(&a->stop_pipe[0]);
+	sl_closep(&a->stop_pipe[1]);
 }
 
 static int setup(struct attach *a, char *err, size_t errlen)
@@ -237,6 +371,9 @@ static int setup(struct attach *a, char *err, size_t errlen)
 		return r;
 	a->sandbox_rules = true;
 	r = sl_serve_rules_install(&a->serve, a->sandbox, err, errlen);
+	if (r < 0)
+		return r;
+	r = links_start(a, err, errlen);
 	if (r < 0)
 		return r;
 	if (!a->ca_dir) {
@@ -272,6 +409,7 @@ static int delete_sandbox_rules(void *userdata)
 	return sl_nft_sandbox_delete(userdata, 512);
 }
 
+
 /* Everything added goes, in the order that keeps the container fenced
  * until its routes are back. false when something could not be undone. */
 static bool teardown(struct attach *a)
@@ -281,6 +419,7 @@ static bool teardown(struct attach *a)
 	int r;
 
 	sl_serve_gateway_stop(&a->serve);
+	links_stop(a);
 	if (a->sandbox) {
 		r = sl_netns_sandbox_detach(a->sandbox, err, sizeof(err));
 		if (r < 0) {
@@ -295,7 +434,18 @@ static bool teardown(struct attach *a)
 				clean = false;
 			}
 		}
+		/* The routes are back: the container's links may send again. */
+		if (a->egress_rules && a->nft_inside) {
+			r = sl_nft_egress_delete(a->nft_inside, err, sizeof(err));
+			if (r < 0 && r != -ENOENT) {
+				fprintf(stderr, PROG ": removing table netdev %s: %s\n",
+					SL_NFT_EGRESS_TABLE, err);
+				clean = false;
+			}
+		}
 	}
+	sl_nft_close(TAKE_PTR(a->nft_inside));
+	sl_netns_link_watch_free(TAKE_PTR(a->links));
 	sl_serve_rules_remove(&a->serve);
 	sl_netns_sandbox_free(TAKE_PTR(a->sandbox));
 	sl_policy_free(TAKE_PTR(a->policy));
@@ -305,22 +455,49 @@ static bool teardown(struct attach *a)
 	return clean;
 }
 
-/* Until SIGINT or SIGTERM, or the --pid process's exit. */
+/* Whether the namespace can be left: nothing but us holds it any more.
+ * With --pid, that process is watched first (cheaply, through its pidfd);
+ * once it is gone, or with --netns, the namespace itself: a pause
+ * container, a sibling sharing it (--network container:), a child the
+ * process forked, a bind mount or an open file keep it, and so the fence,
+ * alive. Polled once a tick: one pass over /proc, which stops at the first
+ * holder (the first process in it, while the container runs). */
+static bool namespace_done(struct attach *a, bool *pid_exited)
+{
+	char what[128];
+	int r;
+
+	if (a->pidfd >= 0 && !*pid_exited &&
+	    poll(&(struct pollfd){.fd = a->pidfd, .events = POLLIN}, 1, 0) > 0) {
+		*pid_exited = true;
+		fprintf(stderr,
+			PROG ": process %d exited; the fence stays until nothing holds the "
+			     "namespace\n",
+			(int)a->pid);
+	}
+	if (a->pidfd >= 0 && !*pid_exited)
+		return false;
+	r = sl_netns_in_use(a->netns_fd, what, sizeof(what));
+	if (r != 0)
+		return false; /* held, or cannot tell: stay */
+	fprintf(stderr, PROG ": nothing holds the namespace any more; detaching\n");
+	return true;
+}
+
+/* Until SIGINT or SIGTERM, or until the namespace is left to us alone. */
 static void wait_for_the_end(struct attach *a, const sigset_t *set)
 {
 	const struct timespec tick = {.tv_sec = 1};
+	bool pid_exited = false;
 
 	for (;;) {
 		siginfo_t si;
-		int sig = a->pidfd >= 0 ? sigtimedwait(set, &si, &tick) : sigwaitinfo(set, &si);
+		int sig = sigtimedwait(set, &si, &tick);
 
 		if (sig == SIGINT || sig == SIGTERM)
 			return;
-		if (a->pidfd >= 0 &&
-		    poll(&(struct pollfd){.fd = a->pidfd, .events = POLLIN}, 1, 0) > 0) {
-			fprintf(stderr, PROG ": process %d exited; detaching\n", (int)a->pid);
+		if (namespace_done(a, &pid_exited))
 			return;
-		}
 		if (sig == SIGHUP && sl_cli_hup_is_request(si.si_code))
 			sl_serve_reload(&a->serve, a->policy_path);
 		else if (sig == SIGHUP)
@@ -332,7 +509,8 @@ static void wait_for_the_end(struct attach *a, const sigset_t *set)
 
 int sl_cmd_attach(int argc, char **argv)
 {
-	struct attach a = {.pidfd = -1, .netns_fd = -1, .serve = {.prog = PROG}};
+	struct attach a = {
+	    .pidfd = -1, .netns_fd = -1, .stop_pipe = {-1, -1}, .serve = {.prog = PROG}};
 	sigset_t set;
 	char err[512];
 	int r;

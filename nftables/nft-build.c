@@ -626,3 +626,8 @@ void sl_nft_act_redirect(struct sl_nft_rb *rb, uint16_t port)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MAX, NFT_REG_1);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
 }
+
+void sl_nft_act_masquerade(struct sl_nft_rb *rb)
+{
+	(void)rb_expr(rb, "masq");
+}

@@ -118,6 +118,8 @@ void sl_nft_act_dnat4(struct sl_nft_rb *rb, struct in_addr addr, uint16_t port);
 /* Redirect to this port on the sandbox itself (127.0.0.1 for locally
  * generated packets), where the capture listener lives. */
 void sl_nft_act_redirect(struct sl_nft_rb *rb, uint16_t port);
+/* Source NAT to the address of the output interface. */
+void sl_nft_act_masquerade(struct sl_nft_rb *rb);
 
 /* The three rulesets as plans (nft-rules.c). They validate the config and
  * return -EINVAL with a message in err for a bad one. */

@@ -20,9 +20,10 @@
  * LOOPBACK_IFINDEX), so rules need not look it up. */
 #define LO_IFINDEX 1u
 
-/* Chain priorities as nft names them: "filter" and "dstnat". */
+/* Chain priorities as nft names them: "filter", "dstnat" and "srcnat". */
 #define PRIO_FILTER 0
 #define PRIO_DSTNAT (-100)
+#define PRIO_SRCNAT 100
 
 #define TRY(expr)                                                              \
 	do {                                                                   \
@@ -155,6 +156,19 @@ static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cf
 						 protos[i] == IPPROTO_UDP ? "dns over udp to the gateway"
 									  : "dns over tcp to the gateway"));
 		}
+	}
+	if (cfg->dns_port) {
+		/* A query to a resolver on one of an attached container's own
+		 * links left with that link's address as its source, and the
+		 * DNAT keeps it. To the gateway it must come from the
+		 * sandbox's own address, the only one the host side serves:
+		 * the veth's, which masquerade picks. */
+		TRY(sl_nft_plan_add_chain(plan, t, "nat_postrouting", "nat", NF_INET_POST_ROUTING,
+					  PRIO_SRCNAT, NF_ACCEPT));
+		sl_nft_rb_start(&rb, t, "nat_postrouting");
+		sl_nft_match_daddr4(&rb, cfg->gateway);
+		sl_nft_act_masquerade(&rb);
+		TRY(sl_nft_plan_add_rule(plan, &rb, "to the gateway from the sandbox's own address"));
 	}
 	if (cfg->capture_port) {
 		sl_nft_rb_start(&rb, t, c);

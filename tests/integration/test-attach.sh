@@ -187,9 +187,13 @@ check "sluice's own namespace is refused: exit $rc (want 2): $out" \
 check "... and nothing changed on the host" [ "$(host_state)" = "$host0" ]
 
 # ---- the two kinds of container ----
+# Neither holds CAP_NET_ADMIN (attach refuses one that does: it could
+# delete the rules), as a container started without --privileged or
+# --cap-add NET_ADMIN; test-fence.sh tries one that does.
+NOADMIN="setpriv --bounding-set -net_admin --inh-caps -net_admin"
 # 1: unshare --net, lo up, with a veth of its own to the host namespace on
 # TEST-NET-2 and two default routes (one to a gateway that is not there).
-world_host_bg unshare --net sh -c 'ip link set lo up; exec sleep 300' >/dev/null 2>&1
+world_host_bg unshare --net sh -c "ip link set lo up; exec $NOADMIN sleep 300" >/dev/null 2>&1
 u_pid=$!
 extra_pids+=("$u_pid")
 wait_netns "$u_pid" || { notok "the unshare container did not start"; exit 1; }
@@ -211,7 +215,8 @@ host0=$(host_state) # now with the container's own veth
 # 2: bubblewrap; $! is bwrap, whose child runs in the new namespace.
 # (Its output goes nowhere: a sleeper holding the test's stdout would keep
 # meson waiting for it long after the test is done.)
-world_host_bg bwrap --unshare-net --die-with-parent --ro-bind / / --dev /dev --proc /proc \
+world_host_bg bwrap --unshare-net --die-with-parent --cap-drop CAP_NET_ADMIN \
+	--ro-bind / / --dev /dev --proc /proc \
 	--info-fd 3 sleep 300 3>"$T/bwrap.info" >/dev/null 2>&1
 b_parent=$!
 extra_pids+=("$b_parent")
@@ -339,7 +344,7 @@ check "after: the unshare container's own route works again ($out)" \
 attach_one bwrap "$b_pid" --netns "/proc/$b_pid/ns/net"
 
 # The container's process exits while attached: sluice detaches by itself.
-world_host_bg unshare --net sh -c 'ip link set lo up; exec sleep 300' >/dev/null 2>&1
+world_host_bg unshare --net sh -c "ip link set lo up; exec $NOADMIN sleep 300" >/dev/null 2>&1
 e_pid=$!
 extra_pids+=("$e_pid")
 wait_netns "$e_pid" || notok "a third container did not start"

@@ -213,6 +213,14 @@ static void test_sandbox_capture(void **state)
 	assert_has(t, "[ meta load nfproto => reg 1 ]\n  [ cmp eq reg 1 0x00000002 ]");
 	assert_has(t, "[ cmp eq reg 1 0x00000006 ]");
 
+	/* What goes to the gateway leaves with the veth's own address (a
+	 * DNATed query may carry another link's). */
+	t = chain_text(&p, "chain 'nat_postrouting'");
+	assert_has(t, "type nat hook postrouting prio 100");
+	t = rule_text(&p, "from the sandbox's own address");
+	assert_has(t, "[ cmp eq reg 1 0x0100000a ]");
+	assert_has(t, "[ masq");
+
 	/* lo and the gateway itself are not redirected, and before the rest. */
 	assert_true(op_index(&p, "no redirection on lo") < op_index(&p, "capture every"));
 	assert_true(op_index(&p, "gateway itself") < op_index(&p, "dns over tcp"));
