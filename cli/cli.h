@@ -14,4 +14,5 @@ int sl_cmd_attach(int argc, char **argv);
 int sl_cmd_check(int argc, char **argv);
 int sl_cmd_gateway(int argc, char **argv);
 int sl_cmd_guard(int argc, char **argv);
+int sl_cmd_probe(int argc, char **argv);
 int sl_cmd_run(int argc, char **argv);

@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	      "                 serve an explicit proxy that enforces the policy\n"
 	      "  guard --uid UID --gateway ADDR:PORT [--remove]\n"
 	      "                 let uid UID reach only ADDR:PORT (persistent nftables rules)\n"
+	      "  probe [--outside ADDR] [--outside-pid PID] [--allow-write PATH] [TARGET...]\n"
+	      "                 try every way out of the sandbox it runs in; report each\n"
 	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
 	      "      -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
 	      "\n"
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
 		return sl_cmd_gateway(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "guard"))
 		return sl_cmd_guard(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "probe"))
+		return sl_cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return sl_cmd_run(argc - 1, argv + 1);
 
