@@ -145,18 +145,29 @@ int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err
  * random place, so the next sandbox does not reuse the uid (and files) the
  * last one had. name is "sluice-<uid>", home "".
  *
+ * As root, what a previous holder may have left in the kernel is removed
+ * before the uid is handed out (systemd's RemoveIPC=): its System V IPC
+ * objects, and the contents of its user, user-session and persistent
+ * keyrings, which outlive its processes; a uid whose keyrings cannot be
+ * emptied (a holder took away even the possessor's write access) is
+ * skipped. Unprivileged (the unit tests), that step is left out.
+ *
  * The uid is locked (flock on <lock_dir>/<uid>, NULL: /run/sluice/uid,
- * created if missing) and *ret_lock_fd (O_CLOEXEC) holds the lock: keep it
- * for the sandbox's whole life, until every process of the uid is gone
- * (after sl_netns_cgroup_free()), then sl_netns_user_release(). -EUSERS
- * when no uid is free. Needs no privilege beyond write access to lock_dir.
+ * created if missing; it must be the caller's and writable by it alone,
+ * else -EPERM) and *ret_lock_fd (O_CLOEXEC) holds the lock: keep it for the
+ * sandbox's whole life, until every process of the uid is gone (after
+ * sl_netns_cgroup_free()), then sl_netns_user_release(). -EUSERS when no
+ * uid is free. As root it forks a short-lived child (for the keyrings)
+ * and waits for that pid: SIGCHLD must not be ignored.
  */
 int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
 			   char *err, size_t errlen);
-/* Remove the lock file (while still locked, so a concurrent allocator sees
- * it is stale) and close lock_fd. lock_dir as given to allocate; a
- * negative lock_fd is ignored. Plain close() is safe too: the file stays
- * and is reused. */
+/* As root, remove what the uid left in the kernel (as above, now rather
+ * than at its next allocation); remove the lock file (while still locked,
+ * so a concurrent allocator sees it is stale) and close lock_fd. lock_dir
+ * as given to allocate; a negative lock_fd is ignored; a uid outside the
+ * range is never scrubbed. Plain close() is safe too: the file stays and
+ * is reused. */
 void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd);
 
 /* Pure parts of the allocation, for the unit tests. Does [start, start +

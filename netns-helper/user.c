@@ -16,14 +16,20 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <linux/keyctl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/msg.h>
 #include <sys/random.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,22 +386,160 @@ static uint32_t random_start(uint32_t n)
 	return v % n;
 }
 
-void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd)
+/* Remove the System V IPC objects (/proc/sysvipc/{shm,msg,sem}) that `id`
+ * owns or created: they outlive their creator, and would be the next
+ * holder's of the uid (systemd's RemoveIPC=, implied by DynamicUser=). A
+ * no-op when the sandbox has an IPC namespace of its own. */
+static void remove_sysv_ipc(uint32_t id)
 {
-	const char *dir = lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR;
+	static const char *const kinds[] = {"shm", "msg", "sem"};
+
+	for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+		_cleanup_free_ char *line = NULL;
+		int col_id = -1, col[4] = {-1, -1, -1, -1}; /* uid gid cuid cgid */
+		char path[32];
+		size_t cap = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/sysvipc/%s", kinds[k]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		for (unsigned lines = 0; lines < (1u << 20) && getline(&line, &cap, f) > 0;
+		     lines++) {
+			static const char *const owners[] = {"uid", "gid", "cuid", "cgid"};
+			uint64_t v[32] = {0};
+			char *save = NULL;
+			int n = 0;
+
+			for (char *t = strtok_r(line, " \t\n", &save); t && n < 32;
+			     t = strtok_r(NULL, " \t\n", &save), n++) {
+				if (lines == 0) { /* the header names the columns */
+					if (!strcmp(t, "shmid") || !strcmp(t, "msqid") ||
+					    !strcmp(t, "semid"))
+						col_id = n;
+					for (size_t o = 0; o < ELEMENTSOF(owners); o++)
+						if (!strcmp(t, owners[o]))
+							col[o] = n;
+				} else if (sl_netns_parse_uint(t, 0, UINT64_MAX, &v[n]) < 0) {
+					v[n] = UINT64_MAX;
+				}
+			}
+			if (lines == 0 || col_id < 0 || col_id >= n)
+				continue;
+			for (size_t o = 0; o < ELEMENTSOF(col); o++)
+				if (col[o] >= 0 && col[o] < n && v[col[o]] == id &&
+				    v[col_id] <= INT32_MAX) {
+					int ipc = (int)v[col_id];
+
+					if (k == 0)
+						(void)shmctl(ipc, IPC_RMID, NULL);
+					else if (k == 1)
+						(void)msgctl(ipc, IPC_RMID, NULL);
+					else
+						(void)semctl(ipc, 0, IPC_RMID);
+					break;
+				}
+		}
+		fclose(f);
+	}
+}
+
+/* Possessor and user may do everything (keyutils' KEY_POS_ALL | KEY_USR_ALL,
+ * the kernel's default for a user keyring). */
+#define KEY_OWNER_ALL 0x3f3f0000ul
+
+/* Empty the kernel keyrings of `id`: its user and user-session keyrings,
+ * and its persistent keyring, live as long as the user namespace, not as
+ * the processes that filled them, so they too would be the next holder's.
+ * Only a process running as the uid can name them: a child does it, with
+ * the keyrings possessed (special ids, and the persistent keyring linked
+ * into its process keyring), so the possessor's rights apply. 0 when they
+ * are empty (or there are no keyrings); -ENOTEMPTY when a holder took even
+ * the possessor's right to write or change them away: no one can empty
+ * them then, and the uid must not be handed out. */
+static int clear_keyrings(uint32_t id)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return negative_errno();
+	if (pid == 0) {
+		const long rings[] = {KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING};
+		long ring;
+
+		if (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 ||
+		    setresuid(id, id, id) < 0)
+			_exit(1);
+		/* No keyrings (CONFIG_KEYS off, or a seccomp filter that the
+		 * sandbox inherits too): nothing can be left in them. */
+		if (syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1) < 0)
+			_exit(errno == ENOSYS || errno == EPERM ? 0 : 2);
+		for (size_t i = 0; i < ELEMENTSOF(rings); i++) {
+			/* A holder that took its own write access away does
+			 * not keep what it stored that way. */
+			(void)syscall(SYS_keyctl, KEYCTL_SETPERM, rings[i], KEY_OWNER_ALL);
+			if (syscall(SYS_keyctl, KEYCTL_CLEAR, rings[i]) < 0)
+				_exit(3);
+		}
+		ring = syscall(SYS_keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING);
+		if (ring < 0)
+			_exit(errno == EOPNOTSUPP ? 0 : 2); /* CONFIG_PERSISTENT_KEYRINGS off */
+		(void)syscall(SYS_keyctl, KEYCTL_SETPERM, ring, KEY_OWNER_ALL);
+		_exit(syscall(SYS_keyctl, KEYCTL_CLEAR, ring) < 0 ? 3 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return negative_errno();
+	if (!WIFEXITED(status))
+		return -EIO;
+	switch (WEXITSTATUS(status)) {
+	case 0:
+		return 0;
+	case 3:
+		return -ENOTEMPTY;
+	default:
+		return -EIO;
+	}
+}
+
+/* What a previous holder of `id` may have left in the kernel for the next
+ * one. Needs root; the caller checks. */
+static int scrub_uid(uint32_t id)
+{
+	/* Never anyone else's: --user names a uid that may be in use. */
+	if (!in_dynamic_range(id))
+		return -EINVAL;
+	remove_sysv_ipc(id);
+	return clear_keyrings(id);
+}
+
+/* Remove our lock file while still holding it, so whoever opened it
+ * meanwhile sees (lock_uid) that it is stale; then let go. Only our own
+ * file: the name could only point elsewhere if someone removed ours. */
+static void unlock_uid(const char *dir, uint32_t uid, int lock_fd)
+{
 	char path[320];
 	struct stat a, b;
 
-	if (lock_fd < 0)
-		return;
-	/* Unlinked while still locked, so whoever opened the old file
-	 * meanwhile sees (lock_uid) that it is stale. Only our own file: the
-	 * name could only point elsewhere if someone else removed ours. */
-	if (snprintf(path, sizeof(path), "%s/%u", dir, (unsigned)uid) < (int)sizeof(path) &&
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32, dir, uid) < (int)sizeof(path) &&
 	    fstat(lock_fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
 	    a.st_ino == b.st_ino)
 		(void)unlink(path);
 	sl_closep(&lock_fd);
+}
+
+void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd)
+{
+	if (lock_fd < 0)
+		return;
+	/* Tidy now rather than at the next allocation of the uid (which
+	 * scrubs again, and refuses the uid if that fails). */
+	if (geteuid() == 0)
+		(void)scrub_uid(uid);
+	unlock_uid(lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR, uid, lock_fd);
 }
 
 int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
@@ -457,15 +601,29 @@ int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int 
 		if (++scans > MAX_PROC_SCANS)
 			return sl_err(err, errlen, -EUSERS,
 				      "allocating a uid: %u uids in %u-%u are still used by "
-				      "processes no sluice owns",
+				      "processes no sluice owns, or hold keyrings no one can empty",
 				      MAX_PROC_SCANS, first, first + n - 1);
 		r = proc_uses_id(id);
 		if (r < 0)
 			return sl_err(err, errlen, r, "allocating a uid: reading /proc: %s",
 				      strerror(-r));
 		if (r > 0) {
-			sl_netns_user_release(dir, id, TAKE_FD(fd));
+			unlock_uid(dir, id, TAKE_FD(fd));
 			continue;
+		}
+		/* Root (as in `sluice run`) can and so must; the unit tests
+		 * run unprivileged with a lock directory of their own. */
+		if (geteuid() == 0) {
+			r = scrub_uid(id);
+			if (r == -ENOTEMPTY) {
+				unlock_uid(dir, id, TAKE_FD(fd));
+				continue; /* keyrings no one can empty */
+			}
+			if (r < 0)
+				return sl_err(err, errlen, r,
+					      "allocating a uid: clearing the kernel keyrings of "
+					      "uid %" PRIu32 ": %s",
+					      id, strerror(-r));
 		}
 		snprintf(u.name, sizeof(u.name), "sluice-%" PRIu32, id);
 		*ret = u;
