@@ -49,13 +49,19 @@ ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/model.key world_services api.demo.test="$WO
 	registry.demo.test="$WORLD_NET_ADDR" upload.demo.test="$WORLD_NET_ADDR" \
 	leak.demo.test="$WORLD_NET_ADDR"
 chmod 644 "$T/cert.pem"
-cp examples/demo/agent.sh "$T/agent.sh"
-chmod 755 "$T/agent.sh"
+# The agent's workspace, which the sandbox sees read-only (--ro); the
+# policy where only root can change it (sluice refuses one the sandbox
+# could rewrite: a clone owned by a user would be such a place).
+mkdir -m 755 "$T/agent"
+cp examples/demo/agent.sh "$T/agent/agent.sh"
+chmod 755 "$T/agent/agent.sh"
+cp examples/demo/policy.yaml "$T/policy.yaml"
+chmod 644 "$T/policy.yaml"
 
-echo "\$ DEMO_MODEL_KEY=sk-demo-... sluice run --policy examples/demo/policy.yaml --audit audit.log -- agent.sh"
-DEMO_MODEL_KEY=$key world_host "$sluice" run --policy "$PWD/examples/demo/policy.yaml" \
+echo "\$ DEMO_MODEL_KEY=sk-demo-... sluice run --policy policy.yaml --audit audit.log --ro agent/ -- agent/agent.sh"
+DEMO_MODEL_KEY=$key world_host "$sluice" run --policy "$T/policy.yaml" --ro "$T/agent" \
 	--resolver "$WORLD_NET_ADDR:53" --upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
-	-- "$T/agent.sh" | tee "$T/agent.out" || true
+	-- "$T/agent/agent.sh" | tee "$T/agent.out" || true
 
 bold "3. the audit log: one JSON line per decision (here, a few fields of each)"
 python3 - "$T/audit.log" <<'PY'

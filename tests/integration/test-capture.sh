@@ -39,7 +39,7 @@ chmod 644 "$T/policy.yaml"
 # run CMD...: the command in a sandbox, with the proxy variables REMOVED,
 # so every connection it makes is one that ignores the proxy.
 run() {
-	world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" \
+	world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
 		-u https_proxy -u ALL_PROXY "$@" 2>&1
 }

@@ -48,7 +48,7 @@ chmod 644 "$T/policy.yaml"
 mkdir -m 1777 "$T/work"
 
 run() {
-	world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" \
+	world_host "$SLUICE" run --ro "$T" --rw "$T/work" --policy "$T/policy.yaml" --resolver "$N:53" \
 		--audit "$T/audit.log" -- env SSL_CERT_FILE="$T/cert.pem" \
 		GIT_SSL_CAINFO="$T/cert.pem" NODE_EXTRA_CA_CERTS="$T/cert.pem" \
 		CURL_CA_BUNDLE="$T/cert.pem" HOME="$T/work" \

@@ -258,7 +258,7 @@ version: 1
 allow:
   - host: allowed.test
 P
-run() { world_host "$SLUICE" run --policy "$T/run.yaml" --resolver "$WORLD_NET_ADDR:53" "$@"; }
+run() { world_host "$SLUICE" run --ro "$T" --policy "$T/run.yaml" --resolver "$WORLD_NET_ADDR:53" "$@"; }
 out=$(run -- getent ahostsv4 allowed.test 2>&1)
 check_has "sluice run: getent ahostsv4 allowed.test resolves through the gateway" \
 	"$WORLD_NET_ADDR" "$out"

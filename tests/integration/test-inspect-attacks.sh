@@ -937,7 +937,7 @@ P
 chmod 644 "$T/policy.yaml"
 
 run() {
-	world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" \
+	world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 		--upstream-ca "$T/cert.pem" --audit "$T/audit.log" -- env HOME="$T/work" "$@"
 }
 # The request lines origin.py served for a path (its query too), counted.

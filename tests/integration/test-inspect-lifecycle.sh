@@ -985,7 +985,7 @@ exit 3
 SH
 chmod 644 "$T/inside.sh"
 K=k1 policy "$T/run.yaml" inject
-out=$(world_host timeout 60 "$SLUICE" run --policy "$T/run.yaml" --resolver "$X:5353" \
+out=$(world_host timeout 60 "$SLUICE" run --ro "$T" --policy "$T/run.yaml" --resolver "$X:5353" \
 	--upstream-ca "$T/lc-cert.pem" --audit "$T/run-audit.log" -- sh "$T/inside.sh" 2>"$T/run.err")
 rc=$?
 check "sluice run whose command exits (3) mid-exchange: exits 3" "3 200 ok" "$rc $out"
@@ -1071,7 +1071,7 @@ P
 secret_refused() { # secret_refused DESCRIPTION NEEDLE [VAR=VALUE...]
 	local d=$1 needle=$2 out rc
 	shift 2
-	out=$(world_host timeout 5 env "$@" "$SLUICE" run --user nobody --policy "$T/sp.yaml" \
+	out=$(world_host timeout 5 env "$@" "$SLUICE" run --ro "$T" --user nobody --policy "$T/sp.yaml" \
 		-- echo COMMAND-RAN 2>&1)
 	rc=$?
 	if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -qF -- "$needle" <<<"$out" &&

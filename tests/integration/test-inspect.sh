@@ -71,8 +71,9 @@ chmod 644 "$T/policy.yaml"
 # The CA variables are sluice's: nothing here points a client at the
 # origin's certificate, except for other.test, which is passed through.
 run() {
-	world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" \
-		--upstream-ca "$T/cert.pem" --audit "$T/audit.log" -- env HOME="$T/work" "$@"
+	world_host "$SLUICE" run --ro "$T" --rw "$T/work" --rw "$T/flags" --policy "$T/policy.yaml" \
+		--resolver "$N:53" --upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
+		-- env HOME="$T/work" "$@"
 }
 # The origin's log lines for a path (its query too), counted.
 origin_count() { grep -c -- "^[A-Z]* $1 host=" "$T/origin.log"; }
@@ -88,7 +89,7 @@ audit_count() { audit_match "$@" | grep -c .; }
 # The Node modules must be readable by the sandbox's user; where the
 # checkout is not (a private home), a copy is.
 NODE_DIR=$here/node
-if ! world_host "$SLUICE" run -- test -r "$NODE_DIR/node_modules/openai/package.json" 2>/dev/null; then
+if ! world_host "$SLUICE" run --ro "$T" -- test -r "$NODE_DIR/node_modules/openai/package.json" 2>/dev/null; then
 	cp -r "$here/node" "$T/node" && chmod -R a+rX "$T/node"
 	NODE_DIR=$T/node
 fi
@@ -396,7 +397,7 @@ check_nokey "nothing the sandbox printed held a key" "$all_out"
 # Against the system's store (no --upstream-ca), the world's self-signed
 # origin is not trusted: refused before any request, so no key goes.
 n_before=$(wc -l <"$T/origin.log")
-out=$(world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" --audit "$T/audit.log" \
+out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" --audit "$T/audit.log" \
 	-- curl -sS -m 10 -w ' %{http_code}' https://api.openai.com/echo-headers?untrusted 2>&1)
 check_has "an origin the system's store does not trust: 502, and why" \
 	"the origin's certificate is not trusted" "$out"
@@ -417,7 +418,7 @@ sed "s|openai: { file: $T/secrets/openai.key }|openai: { env: SLUICE_TEST_OPENAI
 	"$T/policy.yaml" >"$T/env.yaml"
 chmod 644 "$T/env.yaml"
 n_real=$(grep -c '^GET /echo-headers?from-env host=api.openai.com auth=real$' "$T/origin.log")
-out=$(SLUICE_TEST_OPENAI=$openai_key world_host "$SLUICE" run --policy "$T/env.yaml" \
+out=$(SLUICE_TEST_OPENAI=$openai_key world_host "$SLUICE" run --ro "$T" --policy "$T/env.yaml" \
 	--resolver "$N:53" --upstream-ca "$T/cert.pem" -- sh -c \
 	'curl -sS -m 10 -o /dev/null -w "%{http_code}\n" https://api.openai.com/echo-headers?from-env
 	printenv SLUICE_TEST_OPENAI || echo "not in the environment"' 2>&1)
@@ -429,7 +430,7 @@ check "... the origin got the real key" "$((n_real + 1))" \
 check_nokey "... and nothing the sandbox printed held it" "$out"
 # sluice itself holds it (and the CA's key): the command's parent, whose
 # memory and environment the sandbox's user must not read.
-out=$(SLUICE_TEST_OPENAI=$openai_key world_host "$SLUICE" run --policy "$T/env.yaml" \
+out=$(SLUICE_TEST_OPENAI=$openai_key world_host "$SLUICE" run --ro "$T" --policy "$T/env.yaml" \
 	--resolver "$N:53" --upstream-ca "$T/cert.pem" -- sh -c \
 	'p=$PPID; echo "parent: $(cat /proc/$p/comm)"
 	for f in environ mem; do head -c 1 /proc/$p/$f >/dev/null 2>&1 && echo "$f: read" || echo "$f: refused"; done' 2>&1)
@@ -453,7 +454,7 @@ check_has "a client offering only h2 is refused in the handshake" "no applicatio
 	echo "  - host: plain.test"
 } >"$T/nine.yaml"
 chmod 644 "$T/nine.yaml"
-out=$(world_host "$SLUICE" run --policy "$T/nine.yaml" -- echo ran 2>&1)
+out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/nine.yaml" -- echo ran 2>&1)
 rc=$?
 check "nine secrets (the scrubber holds eight): sluice run exits 125 before the command" \
 	"125" "$rc"
@@ -465,7 +466,7 @@ for mode in 644 640; do
 	(umask 077; printf 'sk-loose-%s\n' "$(openssl rand -hex 16)" >"$loose")
 	chmod "$mode" "$loose"
 	sed "s|$T/secrets/openai.key|$loose|" "$T/policy.yaml" >"$T/loose.yaml"
-	out=$(world_host "$SLUICE" run --policy "$T/loose.yaml" --resolver "$N:53" \
+	out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/loose.yaml" --resolver "$N:53" \
 		--upstream-ca "$T/cert.pem" -- echo ran 2>&1)
 	rc=$?
 	check "a secret file of mode $mode: sluice run exits 125 before the command" "125" "$rc"

@@ -27,7 +27,7 @@ printf 'version: 1\nallow:\n  - host: allowed.test\n' >"$T/policy.yaml"
 chmod 644 "$T/policy.yaml"
 
 run() {
-	world_host "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" -- "$@" 2>&1
+	world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" -- "$@" 2>&1
 }
 
 # Sandbox A: 2000 connections to its proxy, held open, then one request.
@@ -54,8 +54,8 @@ for s in socks:
     s.close()
 PY
 chmod 644 "$T/flood.py"
-mkdir -m 1777 "$T/out" # the sandbox runs as nobody
-world_host_bg "$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" -- sh -c \
+mkdir -m 1777 "$T/out" # the sandbox writes here (--rw)
+world_host_bg "$SLUICE" run --ro "$T" --rw "$T/out" --policy "$T/policy.yaml" --resolver "$N:53" -- sh -c \
 	"python3 $T/flood.py $T/out/flood.out 4; sleep 0.5; curl -sS -m 10 http://allowed.test/after-flood" \
 	>"$T/a.out" 2>&1
 a_pid=$!

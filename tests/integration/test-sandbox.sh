@@ -80,9 +80,11 @@ check_has "--user root is refused" "root" "$out"
 world_host_bg setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300
 victim=$!
 extra_pids+=($victim)
+disown $victim
 # A listener in the host's namespace whose socket must not show in /proc.
 world_host_bg "$PY" -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",4477)); s.listen(); time.sleep(300)'
 extra_pids+=($!)
+disown $!
 sleep 0.3
 cat >"$T/procs.py" <<'PY'
 import ctypes, os, signal, sys
@@ -120,14 +122,23 @@ fi
 
 # Nothing the command forked survives it, however it detaches.
 marker="slt-orphan-$$"
-sandbox -- sh -c "setsid sh -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 &
-	nohup sh -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2"
-sleep 0.2
-left=0
-for f in /proc/[0-9]*/cmdline; do
-	grep -qF "$marker" "$f" 2>/dev/null && left=$((left + 1))
-done
-check "no process the command forked outlives it" 0 "$left"
+marked() { # processes whose argv[0] is the marker (sluice's own argv names it too)
+	local f n=0
+	for f in /proc/[0-9]*/cmdline; do
+		[ "$( { tr '\0' '\n' <"$f"; } 2>/dev/null | head -n 1)" = "$marker" ] && n=$((n + 1))
+	done
+	echo $n
+}
+sandbox --rw "$T" -- bash -c "setsid bash -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 &
+	nohup bash -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 &
+	for i in \$(seq 50); do [ \$(pgrep -c -x sleep) = 2 ] && break; sleep 0.1; done
+	touch $T/detached; sleep 1" &
+spid=$!
+for _ in $(seq 100); do [ -e "$T/detached" ] && break; sleep 0.05; done
+check "the command's detached children run (seen from outside)" 2 "$(marked)"
+wait $spid
+for _ in $(seq 40); do [ "$(marked)" = 0 ] && break; sleep 0.05; done
+check "no process the command forked outlives it" 0 "$(marked)"
 
 # ---- files -------------------------------------------------------------------
 
@@ -177,6 +188,7 @@ while True:
     c, _ = s.accept(); open(sys.argv[2], "a").write("connected\n"); c.close()' \
 	"$sockdir/host.sock" "$T/sock.log"
 extra_pids+=($!)
+disown $!
 for _ in $(seq 50); do [ -S "$sockdir/host.sock" ] && break; sleep 0.1; done
 "$PY" -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$sockdir/host.sock" &&
 	sleep 0.2 # the listener works: it logs one connection from outside
