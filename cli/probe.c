@@ -136,8 +136,9 @@ static void usage(FILE *f)
 	      "got. Exit 0 when nothing escaped, 1 when something did, 2 on a usage error.\n"
 	      "\n"
 	      "options:\n"
-	      "  --outside ADDR       the outside host (IPv4 or IPv6; default 203.0.113.99 and\n"
-	      "                       2001:db8::99, TEST-NET): must be one the policy does not allow\n"
+	      "  --outside ADDR       the outside host, an IPv4 or an IPv6 address (one of each;\n"
+	      "                       default 203.0.113.99 and 2001:db8::99, TEST-NET): it must be\n"
+	      "                       one the policy does not allow\n"
 	      "  --outside-pid PID    a process outside the sandbox, for kill, ptrace and environ\n"
 	      "  --allow-write PATH   a path meant to be writable (a --rw bind): not an escape\n"
 	      "  --secret-file PATH   a file the sandbox must not read (a policy's secret)\n"
@@ -161,8 +162,9 @@ static void usage(FILE *f)
 	      "                 but this host or the host end (it left), or nothing at all\n"
 	      "  icmp4, icmp6   an echo request (ping socket, or raw as root): a reply, or silence\n"
 	      "  dns-foreign    a query for --denied-name to resolvers that are not the gateway\n"
-	      "                 (the outside host and 192.0.2.1, :53 UDP): an answer with records,\n"
-	      "                 or silence (the query left); NXDOMAIN/REFUSED is sluice's refusal\n"
+	      "                 (the outside host and 192.0.2.1 over UDP, the outside host over\n"
+	      "                 TCP): an answer with records, or silence, or a TCP close without\n"
+	      "                 an answer (the query left); NXDOMAIN/REFUSED is sluice's refusal\n"
 	      "  dns-denied     the same query to resolv.conf's nameserver: an answer with records\n"
 	      "  raw4, raw6     socket(SOCK_RAW, IPPROTO_RAW) opens: it could forge any packet\n"
 	      "  packet         socket(AF_PACKET, SOCK_RAW) opens: frames no inet hook sees\n"
@@ -241,16 +243,14 @@ static int add_only(struct sl_probe *p, char *list)
 	return p->n_only ? 0 : -EINVAL;
 }
 
+/* An --outside of one family replaces that family's default (the other's
+ * stays); a later one of the same family replaces the earlier. */
 static int parse_outside(struct sl_probe *p, const char *s)
 {
-	if (inet_pton(AF_INET, s, &p->outside4) == 1) {
-		p->have_outside4 = true;
+	if (inet_pton(AF_INET, s, &p->outside4) == 1)
 		return 0;
-	}
-	if (inet_pton(AF_INET6, s, &p->outside6) == 1) {
-		p->have_outside6 = true;
+	if (inet_pton(AF_INET6, s, &p->outside6) == 1)
 		return 0;
-	}
 	return -EINVAL;
 }
 
@@ -281,18 +281,12 @@ static int parse_args(struct sl_probe *p, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	bool outside_given = false;
 	long v;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_OUTSIDE:
-			if (!outside_given) {
-				/* The first --outside replaces both defaults. */
-				p->have_outside4 = p->have_outside6 = false;
-				outside_given = true;
-			}
 			if (parse_outside(p, optarg) < 0) {
 				fprintf(stderr, "sluice probe: --outside %s: not an IPv4 or IPv6 address\n",
 					optarg);
@@ -431,16 +425,14 @@ static void find_default_gateway(struct sl_probe *p)
 static void print_context(const struct sl_probe *p)
 {
 	char proxy[64] = "none", end[INET_ADDRSTRLEN] = "unknown";
-	char o4[INET_ADDRSTRLEN] = "-", o6[INET6_ADDRSTRLEN] = "-";
+	char o4[INET_ADDRSTRLEN], o6[INET6_ADDRSTRLEN];
 
 	if (p->proxy_len)
 		sl_probe_fmt_addr((const struct sockaddr *)&p->proxy, proxy, sizeof(proxy));
 	if (p->have_host_end)
 		inet_ntop(AF_INET, &p->host_end, end, sizeof(end));
-	if (p->have_outside4)
-		inet_ntop(AF_INET, &p->outside4, o4, sizeof(o4));
-	if (p->have_outside6)
-		inet_ntop(AF_INET6, &p->outside6, o6, sizeof(o6));
+	inet_ntop(AF_INET, &p->outside4, o4, sizeof(o4));
+	inet_ntop(AF_INET6, &p->outside6, o6, sizeof(o6));
 	printf("# sluice probe: uid %u gid %u pid %d; proxy %s; host end %s; outside %s %s\n",
 	       (unsigned)getuid(), (unsigned)getgid(), (int)getpid(), proxy, end, o4, o6);
 	fflush(stdout);
@@ -451,8 +443,6 @@ int sl_cmd_probe(int argc, char **argv)
 	struct sl_probe p = {
 		.denied_name = "example.com",
 		.timeout_ms = PROBE_TIMEOUT_MS,
-		.have_outside4 = true,
-		.have_outside6 = true,
 	};
 	int r, ret;
 

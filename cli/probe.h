@@ -51,7 +51,6 @@ struct sl_probe {
 	 * It must be an address the policy does not allow. */
 	struct in_addr outside4;
 	struct in6_addr outside6;
-	bool have_outside4, have_outside6;
 
 	pid_t outside_pid; /* --outside-pid, 0 when not given */
 	char **allow_write;

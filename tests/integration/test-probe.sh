@@ -153,7 +153,7 @@ hits0=$(world_canary_count)
 start=$(date +%s)
 out=$(world_host "$SLUICE" run "${bind[@]}" --policy "$T/etc/probe.yaml" \
 	--resolver "$WORLD_NET_ADDR:53" -- "$PROBE" probe --outside "$WORLD_CANARY" \
-	--outside-pid "$outside_pid" http://allowed.test/ http://denied.test/ denied.test 2>&1)
+	--outside "$WORLD_CANARY6" --outside-pid "$outside_pid" http://allowed.test/ http://denied.test/ denied.test 2>&1)
 rc=$?
 took=$(($(date +%s) - start))
 report "$out"
@@ -161,7 +161,7 @@ escaped=$(awk '$1 == "ESCAPED" { print $2 " " $3 }' <<<"$out" | sort -u | tr '\n
 check "inside sluice run: nothing escaped" "" "$escaped"
 check "... exit 0" 0 "$rc"
 check_has "... the summary says 0 escaped" ", 0 escaped," "$(tail -n 1 <<<"$out")"
-for k in tcp4 metadata udp4 icmp4 dns-foreign dns-denied raw4 raw6 packet unix fs-write \
+for k in tcp4 tcp6 metadata host-port udp4 udp6 icmp4 icmp6 dns-foreign dns-denied raw4 raw6 packet unix fs-write \
 	fs-read pid-ns kill ptrace environ tty privs setuid nft route sysctl; do
 	n=$(count blocked "$k" "$out")
 	if [ "$n" -gt 0 ]; then ok "... $k: blocked ($n)"; else notok "... $k: no blocked line"; fi
