@@ -42,6 +42,7 @@
 #include "err.h"
 #include "macro.h"
 #include "netns.h"
+#include "policy-file.h"
 #include "policy.h"
 #include "pty.h"
 #include "sandbox-serve.h"
@@ -72,6 +73,9 @@ struct run {
 	/* --rw and --ro, canonical (realpath), owned here. */
 	struct sl_netns_bind binds[SL_NETNS_MAX_BINDS];
 	size_t n_binds;
+	/* The --rw paths, NULL-terminated: no policy or secret file may lie
+	 * there (the sandbox could rewrite it and have it reloaded). */
+	const char *writable[SL_NETNS_MAX_BINDS + 1];
 	struct sl_pty pty; /* fds -1 unless stdin is a terminal */
 	struct sl_netns_proc proc;
 	struct sl_netns_cgroup *cgroup;
@@ -210,18 +214,9 @@ static void run_teardown(struct run *r)
 
 static int load_policy(struct run *r)
 {
-	struct sl_diags diags = {0};
-	int ret;
-
 	if (!r->args.policy)
 		return sl_policy_new_deny_all(&r->policy) < 0 ? -ENOMEM : 0;
-	ret = sl_policy_load_file(r->args.policy, &r->policy, &diags);
-	for (size_t k = 0; k < diags.n; k++)
-		fprintf(stderr, "%s\n", diags.msgs[k]);
-	sl_diags_clear(&diags);
-	if (ret == -ENOMEM)
-		fprintf(stderr, "sluice run: %s: out of memory\n", r->args.policy);
-	return ret;
+	return sl_cli_policy_load("sluice run", r->args.policy, r->writable, &r->policy);
 }
 
 /* --rw and --ro as real paths: what the kernel binds is what was checked
@@ -244,6 +239,13 @@ static int canonical_binds(struct run *r, char *err, size_t errlen)
 			snprintf(err, errlen, "%s %s: refused: %s", opt, b->path, why);
 			free(real);
 			return -EINVAL;
+		}
+		if (b->writable) {
+			size_t n = 0;
+
+			while (r->writable[n])
+				n++;
+			r->writable[n] = real;
 		}
 		r->binds[r->n_binds++] = (struct sl_netns_bind){.path = real, .writable = b->writable};
 	}
@@ -371,6 +373,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	r->pty.slave = -1;
 	r->serve.tls = &r->tls;
 	r->serve.upstream_ca = r->args.upstream_ca;
+	r->serve.sandbox_writable = r->writable;
 	ret = sl_serve_gateway_start(&r->serve, r->sandbox, &r->policy, r->args.audit,
 				     r->args.resolver, err, sizeof(err));
 	if (ret < 0)
@@ -479,7 +482,7 @@ static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *stat
 	/* Only a process asking for it reloads: a hangup of the terminal
 	 * (the kernel's SIGHUP) is not the operator's word, and with it the
 	 * command's terminal is gone, so it is told. */
-	if (sig == SIGHUP && si->ssi_code != SI_KERNEL) {
+	if (sig == SIGHUP && sl_cli_hup_is_request(si->ssi_code)) {
 		sl_serve_reload(&r->serve, r->args.policy);
 		return 0;
 	}
@@ -589,6 +592,7 @@ int sl_cmd_run(int argc, char **argv)
 	choose_home(&r);
 	/* Secrets are read now, as root, and refused if the sandbox's user
 	 * could read them too; nothing of them reaches the sandbox. */
+	r.tls.sandbox_writable = r.writable;
 	if (sl_tls_load_secrets(&r.tls, r.policy, r.user.uid, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);

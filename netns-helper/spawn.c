@@ -2,7 +2,7 @@
 /*
  * Starting the command inside the sandbox.
  *
- *   sluice ── init (pid 1 of a new pid namespace, new mount namespace)
+ *   sluice ── init (pid 1 of new pid, mount and IPC namespaces)
  *              └── the command (pid 2, a session of its own)
  *
  * The init does every privileged step first (cgroup, network namespace,
@@ -296,8 +296,11 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, ch
 	/* fork() cannot give the child a pid namespace of its own; clone(2)
 	 * without a stack works as fork() does (the caller is single-threaded,
 	 * so no lock of another thread is held in the copy). */
-	pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, NULL, NULL, NULL,
-			     NULL);
+	/* An IPC namespace too: System V objects and POSIX message queues of
+	 * the host are out of reach, and what the command makes there dies
+	 * with it instead of waiting for the next holder of its uid. */
+	pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC, NULL,
+			     NULL, NULL, NULL);
 	if (pid < 0)
 		return sl_err(err, errlen, negative_errno(), "creating the sandbox's namespaces: %m");
 	if (pid == 0) {

@@ -14,7 +14,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 . "$here/lib/checks.sh"
-needs_root test-sandbox.sh ip nft nsenter python3 openssl curl
+needs_root test-sandbox.sh ip nft nsenter python3 openssl curl ipcmk ipcs
 [ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
 
 . "$here/world.sh"
@@ -139,6 +139,17 @@ check "the command's detached children run (seen from outside)" 2 "$(marked)"
 wait $spid
 for _ in $(seq 40); do [ "$(marked)" = 0 ] && break; sleep 0.05; done
 check "no process the command forked outlives it" 0 "$(marked)"
+
+# System V IPC: the host's objects are out of sight, and what the command
+# makes does not outlive it (a later sandbox may get its uid).
+hostshm=$(ipcmk -M 4096 2>/dev/null | grep -o '[0-9]*$')
+nshm=$(ipcs -m | grep -c '^0x')
+out=$(sandbox -- sh -c 'ipcs -m | grep -c "^0x" ; ipcmk -M 4096 >/dev/null && echo made' 2>&1)
+check "the host's shared memory is not visible inside, the command can make its own" \
+	"0 made" "$(echo $out)"
+check "what the command made is gone with it (the host has only its own)" "$nshm" \
+	"$(ipcs -m | grep -c '^0x')"
+[ -n "$hostshm" ] && ipcrm -m "$hostshm"
 
 # ---- files -------------------------------------------------------------------
 
