@@ -78,4 +78,19 @@ echo "  the key in anything the agent could see (its output, the audit log): $(
 echo "  packets that reached the canary host in the 'internet': $(world_canary_count)"
 echo "  requests the origin served: $(wc -l <"$T/origin.log"), with the real key: $(grep -c 'auth=real' "$T/origin.log")"
 
+bold "4. sluice probe: the sandbox tries every way out it knows, and reports each"
+# The probe is sluice itself; the sandbox sees it in its read-only workspace.
+cp "$sluice" "$T/agent/sluice"
+chmod 755 "$T/agent/sluice"
+echo "\$ sluice run -- sluice probe --outside $WORLD_CANARY"
+probe_rc=0
+world_host "$sluice" run --ro "$T/agent" -- "$T/agent/sluice" probe --outside "$WORLD_CANARY" \
+	>"$T/probe.out" 2>&1 || probe_rc=$?
+# A few of its lines (all of them: the file sluice probe writes to stdout).
+grep -E '^(blocked|ESCAPED) +(tcp4|dns-foreign|raw4|unix|fs-write|fs-tmp|pid-ns|tty|nft) ' \
+	"$T/probe.out" | awk '!seen[$2]++' | sed 's/^/  /' || true
+echo "  ..."
+tail -n 1 "$T/probe.out" | sed 's/^/  /'
+echo "  (exit $probe_rc; packets that reached the canary: $(world_canary_count))"
+
 bold "Done. Next: docs/policy.md, then your own policy with sluice check and sluice run."
