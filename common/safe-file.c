@@ -27,11 +27,22 @@ struct rw_id {
 struct walk {
 	const char *given;
 	uid_t trusted;
+	unsigned flags;
 	struct rw_id *rw;
 	size_t n_rw;
 	char *err;
 	size_t errlen;
 	char who[48]; /* "root", or "root or uid N" */
+
+	/* Where the walk is: the directory open (O_PATH) and its resolved
+	 * name, whether others can write it (then it is sticky), and what is
+	 * left to walk (todo from pos: a symlink's target replaces it). */
+	int dfd;
+	char cur[PATH_MAX];
+	bool cur_open;
+	unsigned links;
+	char *todo;
+	size_t todo_size, pos;
 };
 
 static bool owner_ok(const struct walk *w, uid_t uid)
@@ -113,212 +124,175 @@ static int join(char *buf, size_t size, const char *cur, const char *name, size_
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-static int open_root(const struct walk *w, int *ret_fd)
+/* Start (again) at /: a path, or an absolute symlink's target. */
+static int enter_root(struct walk *w)
 {
 	struct stat st;
 	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int r;
 
 	if (fd < 0)
 		return sl_err(w->err, w->errlen, negative_errno(), "%s: /: %m", w->given);
-	if (fstat(fd, &st) < 0) {
-		r = sl_err(w->err, w->errlen, negative_errno(), "%s: /: %m", w->given);
-		close(fd);
-		return r;
-	}
-	r = check_dir(w, &st, "/");
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	*ret_fd = fd;
+	sl_closep(&w->dfd);
+	w->dfd = fd;
+	strcpy(w->cur, "/");
+	if (fstat(fd, &st) < 0)
+		return sl_err(w->err, w->errlen, negative_errno(), "%s: /: %m", w->given);
+	w->cur_open = dir_open_to_others(&st);
+	return check_dir(w, &st, "/");
+}
+
+/* Move into the directory w->dfd's entry name (resolved: child), or ".."
+ * when name is NULL, and check it. */
+static int enter_dir(struct walk *w, const char *name, const char *child)
+{
+	struct stat st;
+	int fd = openat(w->dfd, name ? name : "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return sl_err(w->err, w->errlen, negative_errno(), "%s: %s: %m", w->given, child);
+	sl_closep(&w->dfd);
+	w->dfd = fd;
+	snprintf(w->cur, sizeof(w->cur), "%s", child);
+	if (fstat(fd, &st) < 0)
+		return sl_err(w->err, w->errlen, negative_errno(), "%s: %s: %m", w->given, child);
+	w->cur_open = dir_open_to_others(&st);
+	return check_dir(w, &st, child);
+}
+
+/* The symlink w->dfd's entry name (resolved: child, lstat: st): its
+ * target, then what was left after it, becomes the path still to walk. */
+static int follow_link(struct walk *w, const char *name, const char *child, const struct stat *st,
+		       bool last)
+{
+	_cleanup_free_ char *next = NULL;
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (last && (w->flags & SL_SAFE_FILE_NOFOLLOW))
+		return sl_err(w->err, w->errlen, -ELOOP, "%s: a symlink; name the file itself",
+			      w->given);
+	/* Whoever owns a symlink in a sticky directory can replace it;
+	 * elsewhere only who can write the directory can, and that was
+	 * checked. Owned by root or us keeps one rule for both. */
+	if (!owner_ok(w, st->st_uid))
+		return sl_err(w->err, w->errlen, -EPERM,
+			      "%s: the symlink %s on its way is owned by uid %u, who could point it "
+			      "elsewhere (chown -h root %s)",
+			      w->given, child, (unsigned)st->st_uid, child);
+	if (++w->links > MAX_SYMLINKS)
+		return sl_err(w->err, w->errlen, -ELOOP, "%s: too many symlinks", w->given);
+	n = readlinkat(w->dfd, name, target, sizeof(target));
+	if (n < 0)
+		return sl_err(w->err, w->errlen, negative_errno(), "%s: %s: %m", w->given, child);
+	if ((size_t)n >= sizeof(target) || (size_t)n + strlen(w->todo + w->pos) + 1 > w->todo_size)
+		return sl_err(w->err, w->errlen, -ENAMETOOLONG, "%s: %s: its target is too long",
+			      w->given, child);
+	next = malloc(w->todo_size);
+	if (!next)
+		return -ENOMEM;
+	/* todo + pos is "" or "/rest". */
+	snprintf(next, w->todo_size, "%.*s%s", (int)n, target, w->todo + w->pos);
+	memcpy(w->todo, next, strlen(next) + 1);
+	w->pos = 0;
+	return target[0] == '/' ? enter_root(w) : 0;
+}
+
+/* The last component (resolved: child, lstat: st) must be the file that
+ * was opened (fst). */
+static int reach_file(const struct walk *w, const struct stat *st, const char *child,
+		      const struct stat *fst)
+{
+	const struct rw_id *rw;
+
+	if (st->st_dev != fst->st_dev || st->st_ino != fst->st_ino)
+		return sl_err(w->err, w->errlen, -ESTALE,
+			      "%s: changed while it was checked (try again)", w->given);
+	if (w->cur_open && fst->st_nlink > 1)
+		return sl_err(w->err, w->errlen, -EPERM,
+			      "%s: it has %lu links and lies in %s, which others can write: a link "
+			      "made there could stand for another file (keep it in a directory only "
+			      "%s can write)",
+			      w->given, (unsigned long)fst->st_nlink, w->cur, w->who);
+	rw = rw_match(w, fst);
+	if (rw)
+		return refuse_rw(w, child, rw);
 	return 0;
 }
 
 /*
- * Resolve path one component at a time from /, as the kernel would,
+ * Resolve the path one component at a time from /, as the kernel would,
  * checking every directory entered and every symlink followed, until the
  * last component: that entry must be the file fd (fst) is open on.
  */
-static int walk_path(struct walk *w, char *todo, size_t todo_size, const struct stat *fst,
-		     unsigned flags)
+static int walk_path(struct walk *w, const struct stat *fst)
 {
-	_cleanup_close_ int dfd = -1;
-	char cur[PATH_MAX], child[PATH_MAX], target[PATH_MAX];
-	bool cur_open = false; /* cur is a (sticky) directory others can write */
-	unsigned links = 0;
-	size_t pos = 0;
-	int r;
+	int r = enter_root(w);
 
-	r = open_root(w, &dfd);
-	if (r < 0)
-		return r;
-	strcpy(cur, "/");
-	for (;;) {
+	while (r >= 0) {
+		char name[NAME_MAX + 1], child[PATH_MAX];
 		const char *comp;
-		size_t len;
 		struct stat st;
+		size_t len;
 		bool last;
 
-		while (todo[pos] == '/')
-			pos++;
-		if (!todo[pos])
+		while (w->todo[w->pos] == '/')
+			w->pos++;
+		if (!w->todo[w->pos]) /* the path ends at a directory */
 			return sl_err(w->err, w->errlen, -EINVAL, "%s: not a regular file",
 				      w->given);
-		comp = todo + pos;
+		comp = w->todo + w->pos;
 		len = strcspn(comp, "/");
-		pos += len;
-		last = todo[pos] == '\0';
+		w->pos += len;
+		last = w->todo[w->pos] == '\0';
+		if (len > NAME_MAX)
+			return sl_err(w->err, w->errlen, -ENAMETOOLONG, "%s: a name is too long",
+				      w->given);
+		memcpy(name, comp, len);
+		name[len] = '\0';
 
-		if (len == 1 && comp[0] == '.')
-			continue;
-		if (len == 2 && comp[0] == '.' && comp[1] == '.') {
-			char *slash = strrchr(cur, '/');
-			int pfd = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-			if (pfd < 0)
-				return sl_err(w->err, w->errlen, negative_errno(), "%s: %s/..: %m",
-					      w->given, cur);
-			close(dfd);
-			dfd = pfd;
-			if (slash == cur)
-				cur[1] = '\0';
-			else if (slash)
-				*slash = '\0';
-			if (fstat(dfd, &st) < 0)
-				return sl_err(w->err, w->errlen, negative_errno(), "%s: %s: %m",
-					      w->given, cur);
-			r = check_dir(w, &st, cur);
-			if (r < 0)
-				return r;
-			cur_open = dir_open_to_others(&st);
+		if (strcmp(name, ".") == 0) {
 			if (last)
 				return sl_err(w->err, w->errlen, -EINVAL,
 					      "%s: not a regular file", w->given);
 			continue;
 		}
-		if (len >= NAME_MAX + 1)
-			return sl_err(w->err, w->errlen, -ENAMETOOLONG, "%s: a name is too long",
-				      w->given);
-		if (join(child, sizeof(child), cur, comp, len) < 0)
+		if (strcmp(name, "..") == 0) {
+			char *slash = strrchr(w->cur, '/');
+
+			snprintf(child, sizeof(child), "%.*s",
+				 slash && slash != w->cur ? (int)(slash - w->cur) : 1, w->cur);
+			r = enter_dir(w, NULL, child);
+			if (r >= 0 && last)
+				return sl_err(w->err, w->errlen, -EINVAL,
+					      "%s: not a regular file", w->given);
+			continue;
+		}
+		if (join(child, sizeof(child), w->cur, name, len) < 0)
 			return sl_err(w->err, w->errlen, -ENAMETOOLONG, "%s: too long", w->given);
-		{
-			char name[NAME_MAX + 1];
-
-			memcpy(name, comp, len);
-			name[len] = '\0';
-			if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				return sl_err(w->err, w->errlen, negative_errno(), "%s: %s: %m",
-					      w->given, child);
-
-			if (S_ISLNK(st.st_mode)) {
-				ssize_t n;
-				char *next;
-				size_t rest_len = strlen(todo + pos);
-
-				if (last && (flags & SL_SAFE_FILE_NOFOLLOW))
-					return sl_err(w->err, w->errlen, -ELOOP,
-						      "%s: a symlink; name the file itself",
-						      w->given);
-				/* Whoever owns a symlink in a sticky
-				 * directory can replace it; elsewhere only
-				 * who can write the directory can, and
-				 * that was checked. Owned by root or us
-				 * keeps one rule for both. */
-				if (!owner_ok(w, st.st_uid))
-					return sl_err(w->err, w->errlen, -EPERM,
-						      "%s: the symlink %s on its way is owned by uid "
-						      "%u, who could point it elsewhere (chown -h "
-						      "root %s)",
-						      w->given, child, (unsigned)st.st_uid, child);
-				if (++links > MAX_SYMLINKS)
-					return sl_err(w->err, w->errlen, -ELOOP,
-						      "%s: too many symlinks", w->given);
-				n = readlinkat(dfd, name, target, sizeof(target));
-				if (n < 0)
-					return sl_err(w->err, w->errlen, negative_errno(),
-						      "%s: %s: %m", w->given, child);
-				if ((size_t)n >= sizeof(target) ||
-				    (size_t)n + 1 + rest_len + 1 > todo_size)
-					return sl_err(w->err, w->errlen, -ENAMETOOLONG,
-						      "%s: %s: its target is too long", w->given,
-						      child);
-				/* The target, then what was left after the
-				 * symlink, replaces the path still to walk. */
-				next = malloc(todo_size);
-				if (!next)
-					return -ENOMEM;
-				/* todo + pos is "" or "/rest". */
-				snprintf(next, todo_size, "%.*s%s", (int)n, target, todo + pos);
-				memcpy(todo, next, strlen(next) + 1);
-				free(next);
-				pos = 0;
-				if (target[0] == '/') {
-					close(TAKE_FD(dfd));
-					r = open_root(w, &dfd);
-					if (r < 0)
-						return r;
-					strcpy(cur, "/");
-					cur_open = false;
-				}
-				continue;
-			}
-
-			if (!last) {
-				struct stat dst;
-				int nfd;
-
-				if (!S_ISDIR(st.st_mode))
-					return sl_err(w->err, w->errlen, -ENOTDIR,
-						      "%s: %s: not a directory", w->given, child);
-				nfd = openat(dfd, name,
-					     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (nfd < 0)
-					return sl_err(w->err, w->errlen, negative_errno(),
-						      "%s: %s: %m", w->given, child);
-				close(dfd);
-				dfd = nfd;
-				if (fstat(dfd, &dst) < 0)
-					return sl_err(w->err, w->errlen, negative_errno(),
-						      "%s: %s: %m", w->given, child);
-				r = check_dir(w, &dst, child);
-				if (r < 0)
-					return r;
-				memcpy(cur, child, strlen(child) + 1);
-				cur_open = dir_open_to_others(&dst);
-				continue;
-			}
-		}
-
-		/* The last component: it must be the file that was opened. */
-		if (st.st_dev != fst->st_dev || st.st_ino != fst->st_ino)
-			return sl_err(w->err, w->errlen, -ESTALE,
-				      "%s: changed while it was checked (try again)", w->given);
-		if (cur_open && fst->st_nlink > 1)
-			return sl_err(w->err, w->errlen, -EPERM,
-				      "%s: it has %lu links and lies in %s, which others can write: "
-				      "a link made there could stand for another file (keep it in a "
-				      "directory only %s can write)",
-				      w->given, (unsigned long)fst->st_nlink, cur, w->who);
-		{
-			const struct rw_id *rw = rw_match(w, fst);
-
-			if (rw)
-				return refuse_rw(w, child, rw);
-		}
-		return 0;
+		if (fstatat(w->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return sl_err(w->err, w->errlen, negative_errno(), "%s: %s: %m", w->given,
+				      child);
+		if (S_ISLNK(st.st_mode))
+			r = follow_link(w, name, child, &st, last);
+		else if (!last && !S_ISDIR(st.st_mode))
+			return sl_err(w->err, w->errlen, -ENOTDIR, "%s: %s: not a directory",
+				      w->given, child);
+		else if (!last)
+			r = enter_dir(w, name, child);
+		else
+			return reach_file(w, &st, child, fst);
 	}
+	return r;
 }
 
 int sl_safe_file_check_fd(int fd, const char *path, uid_t trusted_uid,
 			  const char *const *sandbox_writable, unsigned flags, char *err,
 			  size_t errlen)
 {
-	struct walk w = {.given = path, .trusted = trusted_uid, .err = err, .errlen = errlen};
+	struct walk w = {.given = path, .trusted = trusted_uid, .flags = flags, .err = err,
+			 .errlen = errlen, .dfd = -1};
 	_cleanup_free_ struct rw_id *rw = NULL;
 	_cleanup_free_ char *todo = NULL;
-	/* Room for a path and a symlink's target in front of what is left. */
-	const size_t todo_size = 2 * PATH_MAX + 2;
 	struct stat fst;
 	size_t n = 0;
 	int r;
@@ -354,13 +328,15 @@ int sl_safe_file_check_fd(int fd, const char *path, uid_t trusted_uid,
 		w.rw = rw;
 	}
 
-	todo = malloc(todo_size);
+	/* Room for a path and a symlink's target in front of what is left. */
+	w.todo_size = 2 * PATH_MAX + 2;
+	todo = w.todo = malloc(w.todo_size);
 	if (!todo)
 		return -ENOMEM;
 	if (path[0] == '/') {
 		if (strlen(path) >= PATH_MAX)
 			return sl_err(err, errlen, -ENAMETOOLONG, "%s: too long", path);
-		snprintf(todo, todo_size, "%s", path);
+		snprintf(todo, w.todo_size, "%s", path);
 	} else {
 		/* Relative to where we are: the working directory's own
 		 * ancestors count as much as any. */
@@ -371,9 +347,11 @@ int sl_safe_file_check_fd(int fd, const char *path, uid_t trusted_uid,
 				      "%s: the working directory: %m", path);
 		if (strlen(cwd) + 1 + strlen(path) >= PATH_MAX)
 			return sl_err(err, errlen, -ENAMETOOLONG, "%s: too long", path);
-		snprintf(todo, todo_size, "%s/%s", cwd, path);
+		snprintf(todo, w.todo_size, "%s/%s", cwd, path);
 	}
-	return walk_path(&w, todo, todo_size, &fst, flags);
+	r = walk_path(&w, &fst);
+	sl_closep(&w.dfd);
+	return r;
 }
 
 int sl_safe_file_open(const char *path, uid_t trusted_uid, const char *const *sandbox_writable,

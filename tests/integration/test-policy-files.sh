@@ -23,6 +23,9 @@ needs_root test-policy-files.sh ip nft nsenter python3 curl dnsmasq openssl time
 . "$here/world.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
+# Harmless for a build without sanitizers; with them, a leak at exit aborts.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 OTHER=1234 # a uid that is neither root nor ours: "someone else"
 
 GW=203.0.113.1:3128
@@ -252,7 +255,10 @@ check "the origin never saw the key but on api.openai.com" "0" \
 check_nokey "... and its log holds no key" "$(cat "$T/origin.log")"
 kill "$gw_pid"
 wait "$gw_pid"
+rc=$?
 gw_pid=
+check "after every refused and taken reload, SIGTERM: exit 0, no sanitizer report" "0 0" \
+	"$rc $(grep -cE 'Sanitizer|runtime error:' "$T/gw.err")"
 
 # ==== a terminal hangup is not a reload ====
 cat >"$T/hangup.py" <<'PY'
@@ -309,5 +315,6 @@ check "a terminal hangup: sluice gateway lives on and does not reload; a process
 	"alive kept|kill -HUP: reloaded" "$(paste -sd '|' <<<"$out")"
 check_has "... and it says why it did not" "SIGHUP from the kernel (a terminal hangup): not a reload" \
 	"$(cat "$T/hup.log")"
+check "... no sanitizer report" "0" "$(grep -cE 'Sanitizer|runtime error:' "$T/hup.log")"
 
 finish
