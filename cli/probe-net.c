@@ -80,6 +80,19 @@ static struct sl_probe_att *add(struct sl_probe_batch *b, const char *kind,
 	return a;
 }
 
+/* A line for something that cannot be tried, in its place in the report. */
+static void add_skipped(struct sl_probe_batch *b, const char *kind, const char *target,
+			const char *why)
+{
+	struct sockaddr_storage none = { .ss_family = AF_UNSPEC };
+	struct sl_probe_att *a = add(b, kind, SL_ATT_TCP, (struct sockaddr *)&none, sizeof(none));
+
+	if (!a)
+		return;
+	snprintf(a->target, sizeof(a->target), "%s", target);
+	sl_probe_finish(a, SL_PROBE_SKIPPED, "%s", why);
+}
+
 /* ---- what came back ---- */
 
 /* sluice's own refusal: an HTTP answer whose body is "sluice: REASON".
@@ -398,7 +411,8 @@ static void run(struct sl_probe_batch *b)
 	size_t idx[SL_PROBE_MAX_ATTEMPTS];
 
 	for (size_t i = 0; i < b->n; i++)
-		start(b, &b->a[i]);
+		if (!b->a[i].done)
+			start(b, &b->a[i]);
 	/* Bounded: every attempt ends by its own deadline. */
 	for (;;) {
 		uint64_t now = sl_probe_now_ms(), next = UINT64_MAX;
@@ -502,8 +516,7 @@ static void add_target(struct sl_probe_batch *b, const char *t)
 		host[end - host] = '\0';
 	}
 	if (!b->p->proxy_len) {
-		sl_probe_report(b->p, SL_PROBE_SKIPPED, "target", t,
-				"no HTTP_PROXY here: run it inside sluice run");
+		add_skipped(b, "target", t, "no HTTP_PROXY here: run it inside sluice run");
 		return;
 	}
 	a = add(b, "target", SL_ATT_PROXY, (struct sockaddr *)&b->p->proxy, b->p->proxy_len);
@@ -527,7 +540,7 @@ static void add_target(struct sl_probe_batch *b, const char *t)
 
 void sl_probe_net(struct sl_probe *p)
 {
-	static const uint8_t test_net1[4] = { 192, 0, 2, 1 };
+	static const uint8_t test_net2[4] = { 198, 51, 100, 99 };
 	static const uint8_t metadata[4] = { 169, 254, 169, 254 };
 	struct sl_probe_batch *b = calloc(1, sizeof(*b));
 	struct sockaddr_storage ss;
@@ -548,7 +561,7 @@ void sl_probe_net(struct sl_probe *p)
 		add_tcp(b, "tcp4", AF_INET, o4, 80, "/");
 		add_tcp(b, "tcp4", AF_INET, o4, 443, "/");
 		add_tcp(b, "tcp4", AF_INET, o4, 22, "/");
-		add_tcp(b, "tcp4", AF_INET, test_net1, 80, "/");
+		add_tcp(b, "tcp4", AF_INET, test_net2, 80, "/");
 	}
 	if (sl_probe_wanted(p, "tcp6")) {
 		add_tcp(b, "tcp6", AF_INET6, o6, 80, "/");
@@ -577,8 +590,8 @@ void sl_probe_net(struct sl_probe *p)
 			for (size_t i = 0; i < ELEMENTSOF(host_ports); i++)
 				add_tcp(b, "host-port", AF_INET, &p->host_end, host_ports[i], "/");
 		else
-			sl_probe_report(p, SL_PROBE_SKIPPED, "host-port", "-",
-					"no HTTP_PROXY and no default route: no host end known");
+			add_skipped(b, "host-port", "-",
+				    "no HTTP_PROXY and no default route: no host end known");
 	}
 	if (sl_probe_wanted(p, "udp4"))
 		add_to(b, "udp4", SL_ATT_UDP, AF_INET, o4, UDP_PORT, false);
@@ -590,7 +603,7 @@ void sl_probe_net(struct sl_probe *p)
 		add_to(b, "icmp6", SL_ATT_PING, AF_INET6, o6, 0, false);
 	if (sl_probe_wanted(p, "dns-foreign")) {
 		add_to(b, "dns-foreign", SL_ATT_DNS, AF_INET, o4, 53, true);
-		add_to(b, "dns-foreign", SL_ATT_DNS, AF_INET, test_net1, 53, true);
+		add_to(b, "dns-foreign", SL_ATT_DNS, AF_INET, test_net2, 53, true);
 		tcp = add_to(b, "dns-foreign", SL_ATT_DNS_TCP, AF_INET, o4, 53, true);
 		if (tcp)
 			strcat(tcp->target, " (tcp)"); /* an address: room to spare */
@@ -601,8 +614,7 @@ void sl_probe_net(struct sl_probe *p)
 		if (len)
 			add(b, "dns-denied", SL_ATT_DNS, (struct sockaddr *)&ss, len);
 		else
-			sl_probe_report(p, SL_PROBE_SKIPPED, "dns-denied", "/etc/resolv.conf",
-					"no nameserver in it");
+			add_skipped(b, "dns-denied", "/etc/resolv.conf", "no nameserver in it");
 	}
 	if (sl_probe_wanted(p, "target"))
 		for (size_t i = 0; i < p->n_targets; i++)

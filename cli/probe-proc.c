@@ -402,12 +402,16 @@ static int nft_table(uint16_t msg, const char *name, int timeout_ms)
 
 static void probe_nft(struct sl_probe *p)
 {
+	int wait = sl_probe_wait_ms(p, p->timeout_ms), r;
 	char name[64], what[96];
-	int r;
 
 	snprintf(name, sizeof(name), "sluice-probe-%d", (int)getpid());
 	snprintf(what, sizeof(what), "add table inet %s", name);
-	r = nft_table(NFT_MSG_NEWTABLE, name, sl_probe_wait_ms(p, p->timeout_ms));
+	if (wait <= 0) { /* SO_RCVTIMEO 0 would wait for ever */
+		sl_probe_report(p, SL_PROBE_SKIPPED, "nft", what, "out of time");
+		return;
+	}
+	r = nft_table(NFT_MSG_NEWTABLE, name, wait);
 	if (r < 0) {
 		sl_probe_report(p, SL_PROBE_BLOCKED, "nft", what, "%s", strerror(-r));
 		return;
@@ -418,7 +422,7 @@ static void probe_nft(struct sl_probe *p)
 								     : " (and deleted it)");
 }
 
-/* 192.0.2.123/32 dev lo: TEST-NET-1, a route nothing uses. */
+/* 198.51.100.123/32 dev lo: TEST-NET-2, a route nothing uses. */
 static int route(uint16_t msg, int timeout_ms)
 {
 	char buf[512];
@@ -426,7 +430,7 @@ static int route(uint16_t msg, int timeout_ms)
 	struct rtmsg *rtm;
 	struct in_addr dst;
 
-	inet_pton(AF_INET, "192.0.2.123", &dst);
+	inet_pton(AF_INET, "198.51.100.123", &dst);
 	nlh->nlmsg_type = msg;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK |
 			   (msg == RTM_NEWROUTE ? NLM_F_CREATE | NLM_F_EXCL : 0);
@@ -445,9 +449,14 @@ static int route(uint16_t msg, int timeout_ms)
 
 static void probe_route(struct sl_probe *p)
 {
-	const char *what = "add 192.0.2.123/32 dev lo";
-	int r = route(RTM_NEWROUTE, sl_probe_wait_ms(p, p->timeout_ms));
+	const char *what = "add 198.51.100.123/32 dev lo";
+	int wait = sl_probe_wait_ms(p, p->timeout_ms), r;
 
+	if (wait <= 0) {
+		sl_probe_report(p, SL_PROBE_SKIPPED, "route", what, "out of time");
+		return;
+	}
+	r = route(RTM_NEWROUTE, wait);
 	if (r == -EEXIST)
 		sl_probe_report(p, SL_PROBE_ESCAPED, "route", what,
 				"permitted (the route is there already): it could reroute");

@@ -101,4 +101,4 @@ void sl_probe_net(struct sl_probe *p);     /* probe-net.c: TCP, UDP, ICMP, DNS, 
 void sl_probe_sockets(struct sl_probe *p); /* probe-local.c: raw, packet, Unix sockets */
 void sl_probe_files(struct sl_probe *p);   /* probe-local.c: writes, reads, /tmp */
 void sl_probe_procs(struct sl_probe *p);   /* probe-proc.c: pid namespace, kill, ptrace, tty */
-void sl_probe_kernel(struct sl_probe *p);  /* probe-proc.c: privileges, nft, routes, sysctl, cgroup */
+void sl_probe_kernel(struct sl_probe *p);  /* probe-proc.c: privileges, nft, route, sysctl... */

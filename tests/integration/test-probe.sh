@@ -122,7 +122,7 @@ else
 fi
 if [ "$took" -le 15 ]; then ok "... bounded: it took ${took}s"; else notok "it took ${took}s"; fi
 check "... it left no nft table behind" "" "$(ip netns exec "$WORLD_HOST" nft list tables 2>&1)"
-check "... nor its route" "" "$(ip -n "$WORLD_HOST" route show 192.0.2.123 2>&1)"
+check "... nor its route" "" "$(ip -n "$WORLD_HOST" route show 198.51.100.123 2>&1)"
 check "... nor a file in /etc" "" "$(ls -a /etc | grep '^\.sluice-probe-')"
 check "the outside process survived kill and ptrace" 0 "$(kill -0 "$outside_pid"; echo $?)"
 check "... and is not traced" 0 "$(awk '/^TracerPid/ { print $2 }' "/proc/$outside_pid/status")"
