@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
 . "$here/lib/checks.sh"
-needs_root test-policy-files.sh ip nft nsenter python3 curl dnsmasq openssl timeout
+needs_root test-policy-files.sh ip nft nsenter python3 curl dnsmasq openssl timeout setpriv
 
 . "$here/world.sh"
 PY=/usr/bin/python3
@@ -153,6 +153,24 @@ out=$(world_host timeout 10 "$SLUICE" gateway --policy "$T/run/sx.yaml" --listen
 rc=$?
 check_has "sluice gateway refuses a secret in a group-writable directory (exit $rc), naming it" \
 	"secret \"openai\": file $T/sx/shared/openai.key: group or others can write its directory $T/sx/shared" \
+	"$out"
+
+# ==== an unprivileged sluice gateway trusts its own user's files too ====
+NB=$(id -u nobody)
+NBG=$(id -g nobody)
+mkdir -m 755 "$T/nb"
+chown "$NB:$NBG" "$T/nb"
+printf 'version: 1\nallow:\n  - host: other.test\n' >"$T/nb/p.yaml"
+chown "$NB:$NBG" "$T/nb/p.yaml"
+chmod 644 "$T/nb/p.yaml"
+as_nobody() { world_host setpriv --reuid="$NB" --regid="$NBG" --clear-groups -- "$@"; }
+out=$(as_nobody timeout 2 "$SLUICE" gateway --policy "$T/nb/p.yaml" --listen 127.0.0.1:3196 2>&1)
+check_has "sluice gateway as nobody takes a policy of nobody's in nobody's directory" \
+	"sluice gateway: proxy on 127.0.0.1:3196" "$out"
+chown "$OTHER" "$T/nb/p.yaml"
+out=$(as_nobody timeout 10 "$SLUICE" gateway --policy "$T/nb/p.yaml" --listen 127.0.0.1:3196 2>&1)
+check_has "... and refuses one of another uid's, naming who may own it" \
+	"$T/nb/p.yaml: owned by uid $OTHER, who could rewrite it; it must be owned by root or uid $NB" \
 	"$out"
 
 # ==== a running sluice gateway: what a reload may not do ====
