@@ -485,6 +485,22 @@ static void try_open_write(struct sl_probe *p, const char *kind, const char *pat
 			why);
 }
 
+static bool cgroupfs_mounted(void)
+{
+	static const char *const roots[] = {
+		"/sys/fs/cgroup/cgroup.procs",
+		"/sys/fs/cgroup/unified/cgroup.procs",
+		"/sys/fs/cgroup/pids/cgroup.procs",
+		"/sys/fs/cgroup/memory/cgroup.procs",
+	};
+	struct stat st;
+
+	for (size_t i = 0; i < ELEMENTSOF(roots); i++)
+		if (stat(roots[i], &st) == 0)
+			return true;
+	return false;
+}
+
 /* The cgroup.procs of the group above ours: writing a pid there moves it
  * out of the sandbox's group, and out of its limits. */
 static void probe_cgroup(struct sl_probe *p)
@@ -526,7 +542,10 @@ static void probe_cgroup(struct sl_probe *p)
 		try_open_write(p, "cgroup", path, "it could leave its cgroup and its limits");
 		return;
 	}
-	if (ns_is_initial("cgroup", PROC_CGROUP_INIT_INO) == 0)
+	if (!cgroupfs_mounted())
+		sl_probe_report(p, SL_PROBE_BLOCKED, "cgroup", "/sys/fs/cgroup",
+				"no cgroup filesystem here: nothing to write to");
+	else if (ns_is_initial("cgroup", PROC_CGROUP_INIT_INO) == 0)
 		sl_probe_report(p, SL_PROBE_BLOCKED, "cgroup", "/proc/self/cgroup",
 				"the root of a cgroup namespace of its own: no group above it "
 				"to move to");

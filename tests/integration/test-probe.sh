@@ -109,10 +109,17 @@ check_has "... a packet socket opened" "ESCAPED  packet" "$out"
 check_has "... /etc was writable" "ESCAPED  fs-write      /etc " "$out"
 check_has "... /etc/shadow was readable" "ESCAPED  fs-read       /etc/shadow" "$out"
 check_has "... the outside process could be signalled" "ESCAPED  kill" "$out"
-check_has "... and traced" "ESCAPED  ptrace" "$out"
+# Yama's ptrace_scope 3 refuses even root; the test may run in a container
+# whose pid namespace is not the machine's.
+if [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" -lt 3 ]; then
+	check_has "... and traced" "ESCAPED  ptrace" "$out"
+fi
+check_has "... its environment read" "ESCAPED  environ" "$out"
 check_has "... an nft table could be added" "ESCAPED  nft" "$out"
 check_has "... a route could be added" "ESCAPED  route" "$out"
-check_has "... the machine's pid namespace" "ESCAPED  pid-ns" "$out"
+if [ "$(stat -L -c %i /proc/self/ns/pid)" = $((0xEFFFFFFC)) ]; then
+	check_has "... the machine's pid namespace" "ESCAPED  pid-ns" "$out"
+fi
 check_has "... the summary line" "sluice probe: " "$(tail -n 1 <<<"$out")"
 hits=$(world_canary_count)
 if [ "${hits:-0}" -gt "${hits0:-0}" ]; then
@@ -123,7 +130,7 @@ fi
 if [ "$took" -le 15 ]; then ok "... bounded: it took ${took}s"; else notok "it took ${took}s"; fi
 check "... it left no nft table behind" "" "$(ip netns exec "$WORLD_HOST" nft list tables 2>&1)"
 check "... nor its route" "" "$(ip -n "$WORLD_HOST" route show 198.51.100.123 2>&1)"
-check "... nor a file in /etc" "" "$(ls -a /etc | grep '^\.sluice-probe-')"
+check "... nor a file in /etc" "" "$(find /etc -maxdepth 1 -name '.sluice-probe-*')"
 check "the outside process survived kill and ptrace" 0 "$(kill -0 "$outside_pid"; echo $?)"
 check "... and is not traced" 0 "$(awk '/^TracerPid/ { print $2 }' "/proc/$outside_pid/status")"
 check "... nor stopped (sleeping)" S "$(awk '/^State/ { print $2 }' "/proc/$outside_pid/status")"
@@ -162,7 +169,7 @@ check "inside sluice run: nothing escaped" "" "$escaped"
 check "... exit 0" 0 "$rc"
 check_has "... the summary says 0 escaped" ", 0 escaped," "$(tail -n 1 <<<"$out")"
 for k in tcp4 tcp6 metadata host-port udp4 udp6 icmp4 icmp6 dns-foreign dns-denied raw4 raw6 packet unix fs-write \
-	fs-read pid-ns kill ptrace environ tty privs setuid nft route sysctl; do
+	fs-read pid-ns kill ptrace environ tty privs setuid nft route sysctl cgroup; do
 	n=$(count blocked "$k" "$out")
 	if [ "$n" -gt 0 ]; then ok "... $k: blocked ($n)"; else notok "... $k: no blocked line"; fi
 done
