@@ -204,10 +204,9 @@ static void stream_readable(struct sl_probe_batch *b, struct sl_probe_att *a)
 		a->len += (size_t)n;
 	a->buf[a->len] = '\0';
 	if (a->type == SL_ATT_DNS_TCP) {
-		judge_dns_stream(b, a,
-				 end				? end
-				 : a->len == sizeof(a->buf) - 1 ? "too long"
-								: NULL);
+		if (!end && a->len == sizeof(a->buf) - 1)
+			end = "an answer too long";
+		judge_dns_stream(b, a, end);
 		return;
 	}
 	if (end) {
@@ -242,78 +241,69 @@ static void stream_connected(struct sl_probe_att *a)
 	}
 	a->connecting = false;
 	/* A few hundred bytes to a fresh socket: the send buffer takes them. */
-	if (send(a->fd, a->req, a->req_len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)a->req_len) {
-		a->connecting = false;
+	if (send(a->fd, a->req, a->req_len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)a->req_len)
 		sl_probe_finish(a, a->type != SL_ATT_PROXY ? SL_PROBE_ESCAPED : SL_PROBE_SKIPPED,
 				"connected; send: %s", strerror(errno));
-	}
 }
 
 /* ---- starting attempts ---- */
 
-static void start(struct sl_probe_batch *b, struct sl_probe_att *a)
+static bool is_stream(const struct sl_probe_att *a)
 {
-	int family = a->to.ss_family, one = 1;
-	struct sl_probe *p = b->p;
-	int wait = a->type == SL_ATT_PROXY ? p->timeout_ms * TARGET_FACTOR : p->timeout_ms;
+	return a->type == SL_ATT_TCP || a->type == SL_ATT_PROXY || a->type == SL_ATT_DNS_TCP;
+}
 
-	wait = sl_probe_wait_ms(p, wait);
-	if (wait <= 0) {
-		sl_probe_finish(a, SL_PROBE_SKIPPED, "out of time (the whole probe is bounded)");
-		return;
-	}
-	a->wait_ms = wait;
-	a->until = sl_probe_now_ms() + (uint64_t)wait;
-	a->id = (uint16_t)(getpid() ^ (uintptr_t)a);
-
-	switch (a->type) {
-	case SL_ATT_DNS_TCP:
-		a->req_len =
-		    sl_probe_dns_query(p->denied_name, a->id, a->req + 2, sizeof(a->req) - 2);
+/* A non-blocking connect; the request goes once it is connected. */
+static void start_stream(struct sl_probe_att *a, const char *name)
+{
+	if (a->type == SL_ATT_DNS_TCP) {
+		a->req_len = sl_probe_dns_query(name, a->id, a->req + 2, sizeof(a->req) - 2);
 		a->req[0] = (char)(a->req_len >> 8);
 		a->req[1] = (char)a->req_len;
 		a->req_len += 2;
-		_fallthrough_;
-	case SL_ATT_TCP:
-	case SL_ATT_PROXY:
-		a->fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	}
+	a->fd = socket(a->to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (a->fd < 0) {
+		sl_probe_finish(a, SL_PROBE_BLOCKED, "socket: %s", strerror(errno));
+		return;
+	}
+	a->connecting = true;
+	if (connect(a->fd, (struct sockaddr *)&a->to, a->to_len) == 0)
+		stream_connected(a);
+	else if (errno != EINPROGRESS)
+		sl_probe_finish(a,
+				a->type == SL_ATT_PROXY && !a->escape_if_allowed ? SL_PROBE_SKIPPED
+										 : SL_PROBE_BLOCKED,
+				"connect: %s", strerror(errno));
+}
+
+/* A connected datagram socket with IP_RECVERR, and the datagram sent. */
+static void start_dgram(struct sl_probe_batch *b, struct sl_probe_att *a)
+{
+	int family = a->to.ss_family, one = 1;
+
+	if (a->type == SL_ATT_PING) {
+		a->fd = sl_probe_open_ping(a, family);
+		if (a->fd < 0)
+			return; /* finished: no way to send ICMP */
+		sl_probe_echo_request(a, family);
+	} else {
+		a->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (a->fd < 0) {
 			sl_probe_finish(a, SL_PROBE_BLOCKED, "socket: %s", strerror(errno));
 			return;
 		}
-		a->connecting = true;
-		if (connect(a->fd, (struct sockaddr *)&a->to, a->to_len) == 0)
-			stream_connected(a);
-		else if (errno != EINPROGRESS)
-			sl_probe_finish(a,
-					a->type == SL_ATT_PROXY && !a->escape_if_allowed
-					    ? SL_PROBE_SKIPPED
-					    : SL_PROBE_BLOCKED,
-					"connect: %s", strerror(errno));
-		return;
-	case SL_ATT_UDP:
-	case SL_ATT_DNS:
-		a->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		break;
-	case SL_ATT_PING:
-		a->fd = sl_probe_open_ping(a, family);
-		if (a->fd < 0)
-			return;
-		sl_probe_echo_request(a, family);
-		break;
-	}
-	if (a->fd < 0) {
-		sl_probe_finish(a, SL_PROBE_BLOCKED, "socket: %s", strerror(errno));
-		return;
+		if (a->type == SL_ATT_DNS)
+			a->req_len = sl_probe_dns_query(b->p->denied_name, a->id, a->req,
+							sizeof(a->req));
+		else
+			a->req_len = (size_t)snprintf(a->req, sizeof(a->req), "sluice-probe %d",
+						      (int)getpid());
 	}
 	if (family == AF_INET)
 		setsockopt(a->fd, SOL_IP, IP_RECVERR, &one, sizeof(one));
 	else
 		setsockopt(a->fd, SOL_IPV6, IPV6_RECVERR, &one, sizeof(one));
-	if (a->type == SL_ATT_DNS)
-		a->req_len = sl_probe_dns_query(p->denied_name, a->id, a->req, sizeof(a->req));
-	else if (a->type == SL_ATT_UDP)
-		a->req_len = (size_t)snprintf(a->req, sizeof(a->req), "sluice-probe %d", getpid());
 	if (connect(a->fd, (struct sockaddr *)&a->to, a->to_len) < 0) {
 		sl_probe_finish(a, SL_PROBE_BLOCKED, "connect: %s", strerror(errno));
 		return;
@@ -326,12 +316,31 @@ static void start(struct sl_probe_batch *b, struct sl_probe_att *a)
 	}
 }
 
+static void start(struct sl_probe_batch *b, struct sl_probe_att *a)
+{
+	struct sl_probe *p = b->p;
+	int wait = a->type == SL_ATT_PROXY ? p->timeout_ms * TARGET_FACTOR : p->timeout_ms;
+
+	wait = sl_probe_wait_ms(p, wait);
+	if (wait <= 0) {
+		sl_probe_finish(a, SL_PROBE_SKIPPED, "out of time (the whole probe is bounded)");
+		return;
+	}
+	a->wait_ms = wait;
+	a->until = sl_probe_now_ms() + (uint64_t)wait;
+	a->id = (uint16_t)(getpid() ^ (uintptr_t)a);
+	if (is_stream(a))
+		start_stream(a, p->denied_name);
+	else
+		start_dgram(b, a);
+}
+
 static void readable(struct sl_probe_batch *b, struct sl_probe_att *a, short revents)
 {
 	uint8_t d[1500];
 	ssize_t n;
 
-	if (a->type == SL_ATT_TCP || a->type == SL_ATT_PROXY || a->type == SL_ATT_DNS_TCP) {
+	if (is_stream(a)) {
 		if (a->connecting)
 			stream_connected(a);
 		else
