@@ -547,52 +547,43 @@ static void add_target(struct sl_probe_batch *b, const char *t)
 		sl_probe_finish(a, SL_PROBE_SKIPPED, "too long a target");
 }
 
-void sl_probe_net(struct sl_probe *p)
-{
-	static const uint8_t test_net2[4] = { 198, 51, 100, 99 };
-	static const uint8_t metadata[4] = { 169, 254, 169, 254 };
-	struct sl_probe_batch *b = calloc(1, sizeof(*b));
-	struct sockaddr_storage ss;
-	const struct in_addr *o4 = &p->outside4;
-	const struct in6_addr *o6 = &p->outside6;
-	struct sl_probe_att *tcp;
-	socklen_t len;
+static const uint8_t test_net2[4] = { 198, 51, 100, 99 };
 
-	if (!b) {
-		sl_probe_report(p, SL_PROBE_SKIPPED, "net", "-", "out of memory");
+/* Through the proxy, which must refuse a link-local address. */
+static void add_metadata_via_proxy(struct sl_probe_batch *b)
+{
+	struct sl_probe_att *a =
+		add(b, "metadata", SL_ATT_PROXY, (struct sockaddr *)&b->p->proxy, b->p->proxy_len);
+
+	if (!a)
 		return;
-	}
-	b->p = p;
-	if (getifaddrs(&b->ifs) < 0)
-		b->ifs = NULL;
+	a->escape_if_allowed = true;
+	snprintf(a->target, sizeof(a->target), "http://169.254.169.254/ (proxy)");
+	a->req_len = (size_t)snprintf(a->req, sizeof(a->req),
+				      "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n"
+				      "Host: 169.254.169.254\r\nUser-Agent: sluice-probe\r\n"
+				      "Connection: close\r\n\r\n");
+}
+
+static void plan_streams(struct sl_probe_batch *b)
+{
+	static const uint8_t metadata[4] = { 169, 254, 169, 254 };
+	struct sl_probe *p = b->p;
 
 	if (sl_probe_wanted(p, "tcp4")) {
-		add_tcp(b, "tcp4", AF_INET, o4, 80, "/");
-		add_tcp(b, "tcp4", AF_INET, o4, 443, "/");
-		add_tcp(b, "tcp4", AF_INET, o4, 22, "/");
+		add_tcp(b, "tcp4", AF_INET, &p->outside4, 80, "/");
+		add_tcp(b, "tcp4", AF_INET, &p->outside4, 443, "/");
+		add_tcp(b, "tcp4", AF_INET, &p->outside4, 22, "/");
 		add_tcp(b, "tcp4", AF_INET, test_net2, 80, "/");
 	}
 	if (sl_probe_wanted(p, "tcp6")) {
-		add_tcp(b, "tcp6", AF_INET6, o6, 80, "/");
-		add_tcp(b, "tcp6", AF_INET6, o6, 443, "/");
+		add_tcp(b, "tcp6", AF_INET6, &p->outside6, 80, "/");
+		add_tcp(b, "tcp6", AF_INET6, &p->outside6, 443, "/");
 	}
 	if (sl_probe_wanted(p, "metadata")) {
 		add_tcp(b, "metadata", AF_INET, metadata, 80, "/latest/meta-data/");
-		if (p->proxy_len) {
-			struct sl_probe_att *a = add(b, "metadata", SL_ATT_PROXY,
-						     (struct sockaddr *)&p->proxy, p->proxy_len);
-
-			if (a) {
-				a->escape_if_allowed = true;
-				snprintf(a->target, sizeof(a->target),
-					 "http://169.254.169.254/ (proxy)");
-				a->req_len = (size_t)snprintf(
-				    a->req, sizeof(a->req),
-				    "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n"
-				    "Host: 169.254.169.254\r\nUser-Agent: sluice-probe\r\n"
-				    "Connection: close\r\n\r\n");
-			}
-		}
+		if (p->proxy_len)
+			add_metadata_via_proxy(b);
 	}
 	if (sl_probe_wanted(p, "host-port")) {
 		if (p->have_host_end)
@@ -602,6 +593,17 @@ void sl_probe_net(struct sl_probe *p)
 			add_skipped(b, "host-port", "-",
 				    "no HTTP_PROXY and no default route: no host end known");
 	}
+}
+
+static void plan_datagrams(struct sl_probe_batch *b)
+{
+	const struct in_addr *o4 = &b->p->outside4;
+	const struct in6_addr *o6 = &b->p->outside6;
+	struct sl_probe *p = b->p;
+	struct sockaddr_storage ss;
+	struct sl_probe_att *tcp;
+	socklen_t len;
+
 	if (sl_probe_wanted(p, "udp4"))
 		add_to(b, "udp4", SL_ATT_UDP, AF_INET, o4, UDP_PORT, false);
 	if (sl_probe_wanted(p, "udp6"))
@@ -625,12 +627,25 @@ void sl_probe_net(struct sl_probe *p)
 		else
 			add_skipped(b, "dns-denied", "/etc/resolv.conf", "no nameserver in it");
 	}
+}
+
+void sl_probe_net(struct sl_probe *p)
+{
+	_cleanup_free_ struct sl_probe_batch *b = calloc(1, sizeof(*b));
+
+	if (!b) {
+		sl_probe_report(p, SL_PROBE_SKIPPED, "net", "-", "out of memory");
+		return;
+	}
+	b->p = p;
+	if (getifaddrs(&b->ifs) < 0)
+		b->ifs = NULL;
+	plan_streams(b);
+	plan_datagrams(b);
 	if (sl_probe_wanted(p, "target"))
 		for (size_t i = 0; i < p->n_targets; i++)
 			add_target(b, p->targets[i]);
-
 	run(b);
 	if (b->ifs)
 		freeifaddrs(b->ifs);
-	free(b);
 }

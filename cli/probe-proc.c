@@ -126,14 +126,78 @@ static void probe_pidns(struct sl_probe *p)
 
 /* ---- another process: signal, trace, read ---- */
 
+static void probe_kill(struct sl_probe *p, pid_t pid, const char *target)
+{
+	const char *note = "";
+
+	if (kill(pid, 0) == 0) {
+		sl_probe_report(p, SL_PROBE_ESCAPED, "kill", target,
+				"signal 0 delivered: it could signal it");
+		return;
+	}
+	if (errno == EPERM)
+		note = " (visible, though not its to signal)";
+	else if (errno == ESRCH)
+		note = " (not visible here)";
+	sl_probe_report(p, SL_PROBE_BLOCKED, "kill", target, "kill(%d, 0): %s%s", (int)pid,
+			strerror(errno), note);
+}
+
+/* PTRACE_SEIZE does not stop the tracee, and the child that seizes exits at
+ * once, which detaches: the process runs on, untouched. */
+static void probe_ptrace(struct sl_probe *p, pid_t pid, const char *target)
+{
+	pid_t child = fork();
+	int st = 0;
+
+	if (child == 0) {
+		/* The exit status carries the errno (each is below 256). */
+		if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0)
+			_exit(0);
+		_exit(errno > 0 && errno < 256 ? errno : 255);
+	}
+	if (child < 0)
+		sl_probe_report(p, SL_PROBE_SKIPPED, "ptrace", target, "fork: %s", strerror(errno));
+	else if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st))
+		sl_probe_report(p, SL_PROBE_SKIPPED, "ptrace", target,
+				"the child that tries did not exit");
+	else if (WEXITSTATUS(st) == 0)
+		sl_probe_report(p, SL_PROBE_ESCAPED, "ptrace", target,
+				"PTRACE_SEIZE attached: it could read and change its memory");
+	else
+		sl_probe_report(p, SL_PROBE_BLOCKED, "ptrace", target, "PTRACE_SEIZE: %s",
+				strerror(WEXITSTATUS(st)));
+}
+
+/* Its environment is never printed: only whether it could be read. */
+static void probe_environ(struct sl_probe *p, pid_t pid, const char *target)
+{
+	_cleanup_close_ int fd = -1;
+	char path[64], buf[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+	explicit_bzero(buf, sizeof(buf));
+	if (n > 0)
+		sl_probe_report(p, SL_PROBE_ESCAPED, "environ", target,
+				"read %s: its secrets would be too", path);
+	else if (n == 0)
+		sl_probe_report(p, SL_PROBE_BLOCKED, "environ", target,
+				"%s reads empty (another user's, or a zombie)", path);
+	else
+		sl_probe_report(p, SL_PROBE_BLOCKED, "environ", target, "%s: %s", path,
+				strerror(errno));
+}
+
 static void probe_outside_pid(struct sl_probe *p)
 {
-	char target[32], path[64];
+	static const char *const kinds[] = { "kill", "ptrace", "environ" };
+	char target[32];
 	pid_t pid = p->outside_pid;
 
 	if (!pid) {
-		static const char *const kinds[] = { "kill", "ptrace", "environ" };
-
 		for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
 			if (sl_probe_wanted(p, kinds[i]))
 				sl_probe_report(p, SL_PROBE_SKIPPED, kinds[i], "-",
@@ -142,59 +206,12 @@ static void probe_outside_pid(struct sl_probe *p)
 		return;
 	}
 	snprintf(target, sizeof(target), "pid %d", (int)pid);
-
-	if (sl_probe_wanted(p, "kill")) {
-		if (kill(pid, 0) == 0)
-			sl_probe_report(p, SL_PROBE_ESCAPED, "kill", target,
-					"signal 0 delivered: it could signal it");
-		else
-			sl_probe_report(p, SL_PROBE_BLOCKED, "kill", target, "kill(%d, 0): %s%s",
-					(int)pid, strerror(errno),
-					errno == EPERM ? " (visible, though not its to signal)"
-						       : errno == ESRCH ? " (not visible here)" : "");
-	}
-
-	if (sl_probe_wanted(p, "ptrace")) {
-		/* PTRACE_SEIZE does not stop the tracee, and the child that
-		 * seizes exits at once, which detaches: the process runs on. */
-		pid_t child = fork();
-		int st = 0;
-
-		if (child == 0)
-			_exit(ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0 ? 0
-									  : (errno & 0xff ? errno & 0xff : 255));
-		if (child < 0)
-			sl_probe_report(p, SL_PROBE_SKIPPED, "ptrace", target, "fork: %s",
-					strerror(errno));
-		else if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st))
-			sl_probe_report(p, SL_PROBE_SKIPPED, "ptrace", target,
-					"the child that tries did not exit");
-		else if (WEXITSTATUS(st) == 0)
-			sl_probe_report(p, SL_PROBE_ESCAPED, "ptrace", target,
-					"PTRACE_SEIZE attached: it could read and change its memory");
-		else
-			sl_probe_report(p, SL_PROBE_BLOCKED, "ptrace", target, "PTRACE_SEIZE: %s",
-					strerror(WEXITSTATUS(st)));
-	}
-
-	if (sl_probe_wanted(p, "environ")) {
-		_cleanup_close_ int fd = -1;
-		char buf[256];
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
-		if (n > 0)
-			sl_probe_report(p, SL_PROBE_ESCAPED, "environ", target,
-					"read %s: its secrets would be too", path);
-		else if (n == 0)
-			sl_probe_report(p, SL_PROBE_BLOCKED, "environ", target,
-					"%s reads empty (another user's, or a zombie)", path);
-		else
-			sl_probe_report(p, SL_PROBE_BLOCKED, "environ", target, "%s: %s", path,
-					strerror(errno));
-	}
+	if (sl_probe_wanted(p, "kill"))
+		probe_kill(p, pid, target);
+	if (sl_probe_wanted(p, "ptrace"))
+		probe_ptrace(p, pid, target);
+	if (sl_probe_wanted(p, "environ"))
+		probe_environ(p, pid, target);
 }
 
 /* ---- the terminal ---- */
