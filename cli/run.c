@@ -265,6 +265,34 @@ static bool under_rw(const struct run *r, const char *path)
 	return false;
 }
 
+/* The audit log must not lie where the command can write: it could cut
+ * records out or add its own. The file may not exist yet: its directory
+ * decides. */
+static int check_audit_path(const struct run *r, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	char *slash;
+
+	if (!r->args.audit)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", r->args.audit);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (!realpath(dir, real))
+		return sl_err(err, errlen, -errno, "--audit %s: %s: %m", r->args.audit, dir);
+	if (under_rw(r, real))
+		return sl_err(err, errlen, -EPERM,
+			      "--audit %s: it lies under a --rw path, where the command could rewrite "
+			      "the log; write it outside what the sandbox can change",
+			      r->args.audit);
+	return 0;
+}
+
 /* The user's own HOME only when it is bound writable (the operator chose to
  * hand it over); otherwise a fresh one on the private /tmp. A home that
  * sluice's view would show read-only would break every tool that caches. */
@@ -569,7 +597,7 @@ int sl_cmd_run(int argc, char **argv)
 		run_usage(stdout);
 		return SL_EXIT_OK;
 	}
-	if (canonical_binds(&r, err, sizeof(err)) < 0) {
+	if (canonical_binds(&r, err, sizeof(err)) < 0 || check_audit_path(&r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
 		return SL_EXIT_USAGE;

@@ -176,9 +176,13 @@ check "an invalid --policy is refused with file:line:col (exit $rc: $out)" \
 mkdir -m 700 "$T/creds"
 printf 'sk-ant-test-%s\n' "$(openssl rand -hex 16)" >"$T/creds/anthropic"
 chmod 600 "$T/creds/anthropic"
-out=$(CREDENTIALS_DIRECTORY=$T/creds run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
+# (A copy: sluice trusts a policy only where nobody but root can change it,
+# and a checkout may belong to another user.)
+cp "$here/../../examples/dev-agent.yaml" "$T/dev-agent.yaml"
+chmod 644 "$T/dev-agent.yaml"
+out=$(CREDENTIALS_DIRECTORY=$T/creds run --policy "$T/dev-agent.yaml" -- true 2>&1); rc=$?
 check "a valid --policy is accepted (exit $rc $out)" [ $rc = 0 ]
-out=$(run --policy "$here/../../examples/dev-agent.yaml" -- true 2>&1); rc=$?
+out=$(run --policy "$T/dev-agent.yaml" -- true 2>&1); rc=$?
 check "a secret that cannot be read stops it before the command runs (exit $rc: $out)" \
 	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'CREDENTIALS_DIRECTORY'"
 out=$(run --upstream-ca /etc/hostname -- true 2>&1); rc=$?

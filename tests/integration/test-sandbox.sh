@@ -276,6 +276,12 @@ rc=$?
 check "--audit - is refused under run" 2 "$rc"
 check_has "... saying why" "could print" "$out"
 
+out=$(sandbox --rw "$T" --audit "$T/audit.log" -- true 2>&1)
+rc=$?
+check "--audit FILE under a --rw path is refused" 2 "$rc"
+check_has "... naming it" "$T/audit.log" "$out"
+check "... and nothing was written there" no "$([ -e "$T/audit.log" ] && echo yes || echo no)"
+
 # ---- the terminal ----------------------------------------------------------------
 
 # The operator's terminal, played by a pty this test holds: sluice runs on
