@@ -642,9 +642,9 @@ void sl_probe_net(struct sl_probe *p)
 		b->ifs = NULL;
 	plan_streams(b);
 	plan_datagrams(b);
-	if (sl_probe_wanted(p, "target"))
-		for (size_t i = 0; i < p->n_targets; i++)
-			add_target(b, p->targets[i]);
+	/* TARGETs were asked for by name: --only does not filter them. */
+	for (size_t i = 0; i < p->n_targets; i++)
+		add_target(b, p->targets[i]);
 	run(b);
 	if (b->ifs)
 		freeifaddrs(b->ifs);

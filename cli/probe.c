@@ -144,7 +144,7 @@ static void usage(FILE *f)
 	      "  --secret-file PATH   a file the sandbox must not read (a policy's secret)\n"
 	      "  --denied-name NAME   a name that exists but the policy denies (default example.com)\n"
 	      "  --timeout MS         each wait for an answer (default 1000; TARGETs get 3x)\n"
-	      "  --only KIND,...      run only these probes\n"
+	      "  --only KIND,...      run only these probes (TARGETs are always asked for)\n"
 	      "\n"
 	      "TARGET: HOST[:PORT] or http://HOST[:PORT][/PATH] or https://HOST[:PORT]: asked for\n"
 	      "through HTTP_PROXY (CONNECT, or an absolute-form GET for http:// and port 80) and\n"
@@ -202,11 +202,10 @@ static void usage(FILE *f)
 
 /* Every KIND, for --only. */
 static const char *const kinds[] = {
-	"tcp4",	  "tcp6",   "metadata", "host-port", "udp4",	"udp6",		 "icmp4",
-	"icmp6",  "dns-foreign", "dns-denied", "raw4", "raw6", "packet",	 "unix",
-	"unix-abstract", "fs-write", "fs-tmp", "fs-read", "pid-ns", "kill",	 "ptrace",
-	"environ", "tty",   "privs",	"setuid",    "nft",	"route",	 "sysctl",
-	"cgroup", "target",
+	"tcp4", "tcp6", "metadata", "host-port", "udp4", "udp6", "icmp4", "icmp6",
+	"dns-foreign", "dns-denied", "raw4", "raw6", "packet", "unix", "unix-abstract",
+	"fs-write", "fs-tmp", "fs-read", "pid-ns", "kill", "ptrace", "environ", "tty",
+	"privs", "setuid", "nft", "route", "sysctl", "cgroup",
 };
 
 static bool known_kind(const char *k)
