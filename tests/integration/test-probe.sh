@@ -66,6 +66,10 @@ world_host_bg setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300
 outside_pid=$!
 extra_pids+=("$outside_pid")
 
+# Outside a sandbox there is no proxy: one of the test machine's own must
+# not be what the probe takes for sluice's.
+noproxy=(env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy)
+
 # count RESULT KIND OUTPUT: how many lines report RESULT for KIND.
 count() { awk -v r="$1" -v k="$2" '$1 == r && $2 == k' <<<"$3" | grep -c .; }
 # report OUTPUT: shown with the test's output, a line each, for the log.
@@ -93,9 +97,8 @@ check "--outside that is not an address: exit 2" 2 $?
 
 hits0=$(world_canary_count)
 start=$(date +%s)
-out=$(world_host env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy \
-	"$SLUICE" probe --outside "$WORLD_CANARY" --outside "$WORLD_CANARY6" \
-	--outside-pid "$outside_pid" 2>&1); rc=$?
+out=$(world_host "${noproxy[@]}" "$SLUICE" probe --outside "$WORLD_CANARY" \
+	--outside "$WORLD_CANARY6" --outside-pid "$outside_pid" 2>&1); rc=$?
 took=$(($(date +%s) - start))
 report "$out"
 check "outside a sandbox, as root: exit 1 (something escaped)" 1 "$rc"
@@ -136,7 +139,7 @@ check "... and is not traced" 0 "$(awk '/^TracerPid/ { print $2 }' "/proc/$outsi
 check "... nor stopped (sleeping)" S "$(awk '/^State/ { print $2 }' "/proc/$outside_pid/status")"
 
 # As a user of no privilege, outside: still out through the network.
-out=$(world_host env -u HTTP_PROXY -u http_proxy setpriv --reuid 65534 --regid 65534 \
+out=$(world_host "${noproxy[@]}" setpriv --reuid 65534 --regid 65534 \
 	--clear-groups "$PROBE" probe --outside "$WORLD_CANARY" --only tcp4,raw4,packet,nft 2>&1)
 rc=$?
 report "$out"
@@ -145,10 +148,22 @@ check_has "... TCP to the canary escaped" "ESCAPED  tcp4          $WORLD_CANARY:
 check_has "... but no raw socket" "blocked  raw4" "$out"
 check_has "... and no nft table" "blocked  nft" "$out"
 
+# What the operator says is meant: a --rw path, a secret that only root reads.
+printf 'sk-test-secret\n' >"$T/etc/secret"
+chmod 600 "$T/etc/secret"
+out=$(world_host "${noproxy[@]}" setpriv --reuid 65534 --regid 65534 --clear-groups \
+	"$PROBE" probe --only fs-write,fs-read --allow-write /etc --secret-file "$T/etc/secret" no-proxy.test 2>&1)
+report "$out"
+check_has "--allow-write: a path meant to be writable is not tried" \
+	"skipped  fs-write      /etc                           under --allow-write" "$out"
+check_has "--secret-file: one only root reads is blocked" "blocked  fs-read       $T/etc/secret" "$out"
+check_has "a TARGET without a proxy is skipped, and says why" \
+	"skipped  target        no-proxy.test                  no HTTP_PROXY" "$out"
+
 # A terminal of the operator's: outside, TIOCSTI reaches it (when the
 # kernel still has legacy TIOCSTI); script(1) plays the terminal.
 if command -v script >/dev/null && [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null)" = 1 ]; then
-	out=$(world_host script -qec "setpriv --reuid 65534 --regid 65534 --clear-groups \
+	out=$(world_host "${noproxy[@]}" script -qec "setpriv --reuid 65534 --regid 65534 --clear-groups \
 		$PROBE probe --only tty" /dev/null </dev/null 2>&1 | tr -d '\r')
 	report "$out"
 	check_has "outside, in the operator's terminal: TIOCSTI escaped" "ESCAPED  tty" "$out"
