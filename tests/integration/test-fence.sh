@@ -405,4 +405,6 @@ check "attach: nothing of sluice's is left on the host" "" \
 	"$(ip -n "$WORLD_HOST" -o link | awk -F': ' '$2 ~ /^sl/ {print $2}')$(ip netns exec "$WORLD_HOST" nft list tables | grep sluice)"
 
 check "the canary saw nothing at all" 0 "$(world_canary_count)"
+out=$(grep -lE "AddressSanitizer|LeakSanitizer|runtime error:" "$T"/*.err 2>/dev/null)
+check "no sanitizer report from any sluice" "" "$out"
 finish
