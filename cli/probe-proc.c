@@ -248,22 +248,57 @@ static void ctty_name(char *buf, size_t len)
  * tries: one NUL byte, flushed from the input at once (which also drops
  * the operator's type-ahead; a NUL is inert to shells and readline).
  */
+/* One NUL byte pushed into the terminal's input and flushed from it at
+ * once: 0 when the kernel took it, else a negative errno. */
+static int inject(int fd)
+{
+	char c = 0;
+
+	if (ioctl(fd, TIOCSTI, &c) < 0)
+		return -errno;
+	tcflush(fd, TCIFLUSH);
+	return 0;
+}
+
+/* No controlling terminal. Without CAP_SYS_ADMIN the kernel refuses
+ * TIOCSTI on any other, which a terminal among fds 0-2 shows. */
+static void probe_tty_fds(struct sl_probe *p, int ctty_errno)
+{
+	unsigned ttys = 0;
+
+	for (int i = 0; i < 3; i++) {
+		char target[32];
+		int r;
+
+		if (!isatty(i))
+			continue;
+		ttys++;
+		snprintf(target, sizeof(target), "fd %d", i);
+		r = inject(i);
+		if (r == 0)
+			sl_probe_report(p, SL_PROBE_ESCAPED, "tty", target,
+					"TIOCSTI injected a byte (flushed at once) into a terminal "
+					"that is not even its controlling one");
+		else
+			sl_probe_report(p, SL_PROBE_BLOCKED, "tty", target,
+					"no controlling terminal; TIOCSTI: %s", strerror(-r));
+	}
+	if (!ttys)
+		sl_probe_report(p, SL_PROBE_BLOCKED, "tty", "/dev/tty",
+				"no controlling terminal (%s), and fds 0-2 are not terminals",
+				strerror(ctty_errno));
+}
+
 static void probe_tty(struct sl_probe *p)
 {
 	_cleanup_close_ int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	char name[64];
 	bool nested;
 	pid_t tsid;
-	char c = 0;
+	int r;
 
 	if (fd < 0) {
-		unsigned ttys = 0;
-
-		for (int i = 0; i < 3; i++)
-			ttys += isatty(i) ? 1 : 0;
-		sl_probe_report(p, SL_PROBE_BLOCKED, "tty", "/dev/tty",
-				"no controlling terminal (%s)%s", strerror(errno),
-				ttys ? "; fds 0-2 include a terminal, which TIOCSTI cannot use" : "");
+		probe_tty_fds(p, errno);
 		return;
 	}
 	ctty_name(name, sizeof(name));
@@ -276,18 +311,17 @@ static void probe_tty(struct sl_probe *p)
 				(int)tsid);
 		return;
 	}
-	if (ioctl(fd, TIOCSTI, &c) < 0) {
+	r = inject(fd);
+	if (r < 0)
 		sl_probe_report(p, SL_PROBE_BLOCKED, "tty", name, "TIOCSTI: %s%s; the terminal is %s",
-				strerror(errno),
-				errno == EIO ? " (dev.tty.legacy_tiocsti=0)" : "",
-				tsid > 0 ? "shared" : "shared with a session outside");
-		return;
-	}
-	tcflush(fd, TCIFLUSH);
-	sl_probe_report(p, SL_PROBE_ESCAPED, "tty", name,
-			"TIOCSTI injected a byte (flushed at once) into a terminal %s (session %d): "
-			"it could type commands into the operator's shell",
-			tsid > 0 ? "not its own" : "of a session outside", (int)tsid);
+				strerror(-r), r == -EIO ? " (dev.tty.legacy_tiocsti=0)" : "",
+				tsid > 0 ? "not a sandbox's own" : "a session's outside");
+	else
+		sl_probe_report(p, SL_PROBE_ESCAPED, "tty", name,
+				"TIOCSTI injected a byte (flushed at once) into a terminal %s "
+				"(session %d): it could type commands into the operator's shell",
+				tsid > 0 ? "that is not a sandbox's own" : "of a session outside",
+				(int)tsid);
 }
 
 void sl_probe_procs(struct sl_probe *p)
