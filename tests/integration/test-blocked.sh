@@ -48,10 +48,13 @@ trap 'exit 1' INT TERM
 
 world_up || { echo "not ok - could not build the test world"; exit 1; }
 T=$WORLD_TMP
-chmod 1777 "$T" # the sandboxed user writes its pid file here
+# The sandbox sees (and writes) only B: the probe and its pid file. The
+# audit logs stay outside it, where the command cannot rewrite them.
+B=$T/box
+mkdir -p "$B" && chmod 1777 "$B"
 world_host_ns=$(ip netns exec "$WORLD_HOST" readlink /proc/self/ns/net)
 
-cat >"$T/probe.py" <<'PY'
+cat >"$B/probe.py" <<'PY'
 # probe.py DIR MODE: blocked attempts from inside the sandbox. Writes its
 # pid to DIR/pid and waits (bounded) for DIR/go, so the test can prepare
 # the sandbox's namespace first. Exit 0 when every attempt was refused.
@@ -115,7 +118,7 @@ elif mode == "flood":
     udp("203.0.113.99", 9998, 1)
 sys.exit(1 if got_out else 0)
 PY
-chmod 644 "$T/probe.py"
+chmod 644 "$B/probe.py"
 
 # run_probe NAME MODE [ARGS]: sluice run --audit $T/NAME.log, the probe in
 # the sandbox; ICMP datagram sockets allowed there for every group first
@@ -124,18 +127,18 @@ chmod 644 "$T/probe.py"
 run_probe() {
 	local name=$1
 	shift
-	rm -f "$T/pid" "$T/go"
-	world_host_bg "$SLUICE" run --rw "$T" --audit "$T/$name.log" -- "$PY" "$T/probe.py" "$T" "$@" \
+	rm -f "$B/pid" "$B/go"
+	world_host_bg "$SLUICE" run --rw "$B" --audit "$T/$name.log" -- "$PY" "$B/probe.py" "$B" "$@" \
 		>"$T/$name.out" 2>"$T/$name.err"
 	sluice_pid=$!
-	for _ in $(seq 100); do [ -s "$T/pid" ] && break; sleep 0.1; done
+	for _ in $(seq 100); do [ -s "$B/pid" ] && break; sleep 0.1; done
 	# The pid the probe wrote is its own in the sandbox's pid namespace,
 	# not ours: find it by its command line, and only in a network
 	# namespace that is neither ours nor the world host's (never change
 	# the machine's own sysctls).
 	local p ns spid=
 	for p in /proc/[0-9]*; do
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$T/probe.py $T" || continue
+		tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$B/probe.py $B" || continue
 		ns=$(readlink "$p/ns/net" 2>/dev/null) || continue
 		[ "$ns" != "$(readlink /proc/self/ns/net)" ] && [ "$ns" != "$world_host_ns" ] &&
 			{ spid=${p#/proc/}; break; }
@@ -145,7 +148,7 @@ run_probe() {
 	else
 		echo "# $name: the probe's namespace was not found: ICMP will fail"
 	fi
-	touch "$T/go"
+	touch "$B/go"
 	rc=124
 	for _ in $(seq 600); do
 		if ! kill -0 "$sluice_pid" 2>/dev/null; then
