@@ -409,7 +409,6 @@ static int delete_sandbox_rules(void *userdata)
 	return sl_nft_sandbox_delete(userdata, 512);
 }
 
-
 /* Everything added goes, in the order that keeps the container fenced
  * until its routes are back. false when something could not be undone. */
 static bool teardown(struct attach *a)
