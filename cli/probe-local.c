@@ -32,6 +32,7 @@
 #define SCAN_MAX_ENTRIES 8000
 #define SCAN_MAX_SEEN 1024
 #define MAX_ESCAPED_LINES 16
+#define SCAN_MAX_MOUNTS 64
 
 /* ---- sockets that bypass the fence ---- */
 
@@ -384,46 +385,83 @@ static void probe_write(struct sl_probe *p)
 	}
 }
 
+/* The mount points under dir (at most `max`), from /proc/self/mountinfo's
+ * fifth field: what sluice made to bind a --rw or --ro path into a private
+ * /tmp, not another user's files. (A space is escaped there as \040: a
+ * path with one is merely not recognised, and counts as another user's.) */
+static size_t mounts_under(const char *dir, char (*ret)[PATH_MAX], size_t max)
+{
+	_cleanup_(sl_probe_fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
+	size_t n = strlen(dir), k = 0;
+	char line[4096];
+
+	for (int i = 0; f && k < max && i < 4096 && fgets(line, sizeof(line), f); i++)
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", ret[k]) == 1 &&
+		    !strncmp(ret[k], dir, n) && ret[k][n] == '/')
+			k++;
+	return k;
+}
+
+/* Whether the entry `name` of dir is one of those mount points or holds one. */
+static bool holds_mount(const char *dir, const char *name, char (*mounts)[PATH_MAX], size_t n)
+{
+	size_t d = strlen(dir), l = strlen(name);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(mounts[i] + d + 1, name, l) &&
+		    (mounts[i][d + 1 + l] == '\0' || mounts[i][d + 1 + l] == '/'))
+			return true;
+	return false;
+}
+
 /* A /tmp of the sandbox's own holds nothing of other users. */
+static void probe_tmp_dir(struct sl_probe *p, const char *dir)
+{
+	_cleanup_(sl_probe_closedirp) DIR *d = opendir(dir);
+	_cleanup_free_ char(*mounts)[PATH_MAX] = calloc(SCAN_MAX_MOUNTS, PATH_MAX);
+	unsigned ours = 0, others = 0, binds = 0;
+	size_t n_mounts;
+	char example[128] = "";
+	uid_t example_uid = 0;
+	struct dirent *e;
+
+	if (!d || !mounts) {
+		sl_probe_report(p, SL_PROBE_SKIPPED, "fs-tmp", dir, "%s", strerror(errno));
+		return;
+	}
+	n_mounts = mounts_under(dir, mounts, SCAN_MAX_MOUNTS);
+	for (int n = 0; n < 4096 && (e = readdir(d)); n++) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (st.st_uid == getuid()) {
+			ours++;
+		} else if (holds_mount(dir, e->d_name, mounts, n_mounts)) {
+			binds++;
+		} else if (!others++) {
+			snprintf(example, sizeof(example), "%.100s", e->d_name);
+			example_uid = st.st_uid;
+		}
+	}
+	if (others)
+		sl_probe_report(p, SL_PROBE_ESCAPED, "fs-tmp", dir,
+				"shared: %u entr%s of other users (e.g. %s, uid %u)", others,
+				others == 1 ? "y" : "ies", example, (unsigned)example_uid);
+	else
+		sl_probe_report(p, SL_PROBE_BLOCKED, "fs-tmp", dir,
+				"its own: no entries of other users (%u of ours, %u holding a bind)",
+				ours, binds);
+}
+
 static void probe_tmp(struct sl_probe *p)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
 
-	for (size_t k = 0; k < ELEMENTSOF(dirs); k++) {
-		_cleanup_(sl_probe_closedirp) DIR *d = opendir(dirs[k]);
-		unsigned ours = 0, others = 0;
-		char example[128] = "";
-		uid_t example_uid = 0;
-		struct dirent *e;
-
-		if (!d) {
-			sl_probe_report(p, SL_PROBE_SKIPPED, "fs-tmp", dirs[k], "%s", strerror(errno));
-			continue;
-		}
-		for (int n = 0; n < 4096 && (e = readdir(d)); n++) {
-			struct stat st;
-
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			if (st.st_uid == getuid()) {
-				ours++;
-				continue;
-			}
-			if (!others++) {
-				snprintf(example, sizeof(example), "%.100s", e->d_name);
-				example_uid = st.st_uid;
-			}
-		}
-		if (others)
-			sl_probe_report(p, SL_PROBE_ESCAPED, "fs-tmp", dirs[k],
-					"shared: %u entr%s of other users (e.g. %s, uid %u)", others,
-					others == 1 ? "y" : "ies", example, (unsigned)example_uid);
-		else
-			sl_probe_report(p, SL_PROBE_BLOCKED, "fs-tmp", dirs[k],
-					"its own: no entries of other users (%u of ours)", ours);
-	}
+	for (size_t k = 0; k < ELEMENTSOF(dirs); k++)
+		probe_tmp_dir(p, dirs[k]);
 }
 
 static void try_read(struct sl_probe *p, const char *path)
