@@ -80,6 +80,11 @@ world_up() {
 	ip -n "$I" link set wi0 up
 	ip -n "$H" route add default via $WORLD_NET_ADDR
 	ip -n "$H" -6 route add default via 2001:db8::2
+	# The IPv6 canary lies inside wh0's on-link /64, but on I's lo, where
+	# neighbour discovery does not answer for it: without this route a
+	# packet to it would die unanswered, fence or no fence, and an
+	# "IPv6 is blocked" check could not fail.
+	ip -n "$H" -6 route add $WORLD_CANARY6/128 via 2001:db8::2
 	# Replies to a sandbox address would need a route back: give the
 	# internet one, so only sluice's fence can stop a forwarded packet.
 	ip -n "$I" route add "$WORLD_POOL" via $WORLD_HOST_ADDR
