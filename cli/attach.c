@@ -196,7 +196,7 @@ static int parse_args(struct attach *a, int argc, char **argv)
  * opens, the pidfd says the process we meant is gone. */
 static int open_target(struct attach *a)
 {
-	char path[64], err[768];
+	char path[64], err[256];
 	uint64_t pid;
 	int r;
 
@@ -232,11 +232,6 @@ static int open_target(struct attach *a)
 		fprintf(stderr, PROG ": %s: %s\n", a->netns ? a->netns : path, err);
 		return r;
 	}
-	r = sl_netns_check_fenceable(a->netns_fd, a->pid_arg ? a->pid : 0, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, PROG ": %s: refused: %s\n", a->netns ? a->netns : path, err);
-		return r;
-	}
 	if (a->pidfd >= 0 && poll(&(struct pollfd){.fd = a->pidfd, .events = POLLIN}, 1, 0) > 0) {
 		fprintf(stderr, PROG ": --pid %s: the process exited\n", a->pid_arg);
 		return -ESRCH;
@@ -247,6 +242,22 @@ static int open_target(struct attach *a)
 /* Only from where root alone can change it. The container's own binds are
  * not ours to see: a policy bound into it is for the operator to avoid
  * (docs/policy.md). */
+/* Could anything in the target undo the fence? Asked last before the
+ * container is touched (after the command line and its files, whose
+ * errors come first), and only read: /proc and the namespace file. */
+static int check_fenceable(struct attach *a)
+{
+	char err[768];
+	int r;
+
+	r = sl_netns_check_fenceable(a->netns_fd, a->pid_arg ? a->pid : 0, err, sizeof(err));
+	if (r < 0 && a->netns)
+		fprintf(stderr, PROG ": %s: refused: %s\n", a->netns, err);
+	else if (r < 0)
+		fprintf(stderr, PROG ": --pid %s: refused: %s\n", a->pid_arg, err);
+	return r;
+}
+
 static int load_policy(struct attach *a)
 {
 	return sl_cli_policy_load(PROG, a->policy_path, NULL, &a->policy);
@@ -546,6 +557,11 @@ int sl_cmd_attach(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err);
 		teardown(&a);
 		return SL_EXIT_FAILURE;
+	}
+
+	if (check_fenceable(&a) < 0) {
+		teardown(&a);
+		return SL_EXIT_USAGE;
 	}
 
 	/* Blocked before the gateway's thread exists, so that it inherits

@@ -253,16 +253,18 @@ static int held_by_mount(const struct stat *ns, pid_t p, ino_t **seen, size_t *n
 
 static int held_by_fd(const struct stat *ns, pid_t p, char *what, size_t whatlen)
 {
+	static const char *const never[] = {"socket:[", "pipe:[", "anon_inode:"};
 	_cleanup_closedir_ DIR *d = NULL;
-	char path[320], link[64], want[64], comm[32];
+	char path[320], link[64], comm[32];
 	struct dirent *de;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)p);
 	d = opendir(path);
 	if (!d)
 		return 0;
-	snprintf(want, sizeof(want), "net:[%llu]", (unsigned long long)ns->st_ino);
 	while ((de = readdir(d))) {
+		struct stat st;
+		bool skip = false;
 		ssize_t n;
 
 		if (!isdigit((unsigned char)de->d_name[0]))
@@ -272,7 +274,12 @@ static int held_by_fd(const struct stat *ns, pid_t p, char *what, size_t whatlen
 		if (n <= 0)
 			continue;
 		link[n] = '\0';
-		if (strcmp(link, want))
+		for (size_t i = 0; i < ELEMENTSOF(never); i++)
+			skip = skip || !strncmp(link, never[i], strlen(never[i]));
+		/* The link's text is "net:[INODE]" for /proc/PID/ns/net opened,
+		 * but the path it was opened by for a bind mount of it (even
+		 * one unmounted since): compare the file itself. */
+		if (skip || stat(path, &st) < 0 || !same_file(&st, ns))
 			continue;
 		proc_comm(p, comm, sizeof(comm));
 		snprintf(what, whatlen, "fd %s of process %d (%s)", de->d_name, (int)p, comm);

@@ -404,6 +404,31 @@ check_has "attach: ... saying why" "nothing holds the namespace any more" "$(cat
 check "attach: nothing of sluice's is left on the host" "" \
 	"$(ip -n "$WORLD_HOST" -o link | awk -F': ' '$2 ~ /^sl/ {print $2}')$(ip netns exec "$WORLD_HOST" nft list tables | grep sluice)"
 
+# -- no process at all, but a bind mount, then an open file, hold it --
+X=slt-fence-x$WORLD_ID
+ip netns add "$X" && ip -n "$X" link set lo up || notok "ip netns add $X"
+if start_attach x --netns "/run/netns/$X"; then ok "attach: attached to a namespace no process is in"; else
+	notok "attach: $(cat "$T/attach-x.err")"; fi
+world_bg "$WORLD_HOST" "$PY" -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+open(sys.argv[2], "w").close()
+time.sleep(300)' "/run/netns/$X" "$T/holder.ready"
+holder=${world_pids[-1]}
+wait_file "$T/holder.ready" || notok "the holder did not start"
+sleep 2.5
+check "attach: a bind mount of the namespace keeps the fence" yes \
+	"$(kill -0 "$spid" 2>/dev/null && echo yes)"
+ip netns del "$X"
+sleep 2.5
+check "attach: once unmounted, another process's open file of it keeps the fence" yes \
+	"$(kill -0 "$spid" 2>/dev/null && echo yes)"
+kill "$holder"
+for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+rc=124
+kill -0 "$spid" 2>/dev/null || { wait "$spid"; rc=$?; }
+check "attach: nothing holds it any more: sluice detaches (exit 0)" 0 "$rc"
+
 check "the canary saw nothing at all" 0 "$(world_canary_count)"
 out=$(grep -lE "AddressSanitizer|LeakSanitizer|runtime error:" "$T"/*.err 2>/dev/null)
 check "no sanitizer report from any sluice" "" "$out"
