@@ -333,7 +333,12 @@ static int capture_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, 
 
 	ret = sl_netns_sandbox_run_inside(sb, make_capture_socket, &fd);
 	if (ret < 0) {
-		snprintf(err, errlen, "capture listener in the sandbox: %s", strerror(-ret));
+		/* 127.0.0.1 is missing only where lo is down: a namespace made
+		 * by `ip netns add` and never configured, for attach. */
+		snprintf(err, errlen, "capture listener in the sandbox: %s%s", strerror(-ret),
+			 ret == -EADDRNOTAVAIL ? " (is lo down in the namespace? bring it up first: "
+						 "ip link set lo up)"
+					       : "");
 		return ret;
 	}
 	return sl_gw_listen_capture_fd(t->gw, fd, err, errlen);
