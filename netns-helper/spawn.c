@@ -48,6 +48,10 @@ struct child_error {
 /* The signals the init passes on to the command (and so must catch: a pid
  * namespace's init gets no signal it has no handler for). */
 static const int passed_on[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGWINCH};
+/* What they were before the init caught them: the command gets them back,
+ * so a disposition sluice inherited (SIGINT ignored in a background job)
+ * reaches it as through any transparent wrapper. */
+static struct sigaction passed_on_before[ELEMENTSOF(passed_on)];
 
 /* Report a failed step to the parent and exit. The parent reads the pipe
  * until EOF, so one write of the whole struct is enough. */
@@ -171,7 +175,7 @@ static _Noreturn void command_main(const struct sl_netns_spawn *s, int efd, int 
 	close_inherited(efd);
 	(void)signal(SIGPIPE, SIG_DFL);
 	for (size_t i = 0; i < ELEMENTSOF(passed_on); i++)
-		(void)signal(passed_on[i], SIG_DFL);
+		(void)sigaction(passed_on[i], &passed_on_before[i], NULL);
 	sigemptyset(&empty);
 	if (sigprocmask(SIG_SETMASK, s->sigmask ? s->sigmask : &empty, NULL) < 0)
 		child_fail(efd, errno, "setting the signal mask: %m");
@@ -249,7 +253,7 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go,
 	sigaddset(&set, SIGCHLD);
 	for (size_t i = 0; i < ELEMENTSOF(passed_on); i++) {
 		sigaddset(&set, passed_on[i]);
-		if (sigaction(passed_on[i], &sa, NULL) < 0)
+		if (sigaction(passed_on[i], &sa, &passed_on_before[i]) < 0)
 			child_fail(efd, errno, "catching signal %d: %m", passed_on[i]);
 	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
