@@ -21,6 +21,7 @@ test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3
 	iproute2 nftables util-linux bubblewrap procps
 	curl dnsmasq-base openssl ca-certificates bind9-dnsutils nodejs
+	bsdutils systemd # script(1) gives a test a terminal; systemd-analyze checks the units
 )
 
 pkgs=("${build_pkgs[@]}")
