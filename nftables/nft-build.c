@@ -48,20 +48,24 @@ void sl_nft_plan_init(struct sl_nft_plan *plan)
 	*plan = (struct sl_nft_plan){ 0 };
 }
 
+static void op_free(struct sl_nft_op *op)
+{
+	if (op->table)
+		nftnl_table_free(op->table);
+	if (op->chain)
+		nftnl_chain_free(op->chain);
+	if (op->rule)
+		nftnl_rule_free(op->rule);
+	if (op->obj)
+		nftnl_obj_free(op->obj);
+}
+
 void sl_nft_plan_done(struct sl_nft_plan *plan)
 {
 	size_t i;
 
-	for (i = 0; i < plan->n_ops; i++) {
-		if (plan->ops[i].table)
-			nftnl_table_free(plan->ops[i].table);
-		if (plan->ops[i].chain)
-			nftnl_chain_free(plan->ops[i].chain);
-		if (plan->ops[i].rule)
-			nftnl_rule_free(plan->ops[i].rule);
-		if (plan->ops[i].obj)
-			nftnl_obj_free(plan->ops[i].obj);
-	}
+	for (i = 0; i < plan->n_ops; i++)
+		op_free(&plan->ops[i]);
 	free(plan->ops);
 	sl_nft_plan_init(plan);
 }
@@ -85,6 +89,36 @@ static struct sl_nft_op *plan_push(struct sl_nft_plan *plan, enum sl_nft_op_type
 	return op;
 }
 
+/*
+ * Appends `tmpl`: its type, its family and the one object it holds, which
+ * the plan then owns; fmt names it in errors. The object is taken also on
+ * failure. A template that holds none is an allocation that failed, so
+ * each builder can hand over what its constructor returned unchecked.
+ */
+static _printf_(3, 4) int plan_append(struct sl_nft_plan *plan, struct sl_nft_op *tmpl,
+				      const char *fmt, ...)
+{
+	struct sl_nft_op *op;
+	va_list ap;
+
+	if (!tmpl->table && !tmpl->chain && !tmpl->rule && !tmpl->obj)
+		return -ENOMEM;
+	op = plan_push(plan, tmpl->type);
+	if (!op) {
+		op_free(tmpl);
+		return -ENOMEM;
+	}
+	op->family = tmpl->family;
+	op->table = tmpl->table;
+	op->chain = tmpl->chain;
+	op->rule = tmpl->rule;
+	op->obj = tmpl->obj;
+	va_start(ap, fmt);
+	vsnprintf(op->what, sizeof(op->what), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
 static struct nftnl_table *table_new(uint8_t family, const char *name, uint32_t flags,
 				     bool with_flags)
 {
@@ -104,37 +138,20 @@ static struct nftnl_table *table_new(uint8_t family, const char *name, uint32_t 
 
 int sl_nft_plan_add_table(struct sl_nft_plan *plan, const char *table, uint32_t flags)
 {
-	struct nftnl_table *t = table_new(NFPROTO_INET, table, flags, true);
-	struct sl_nft_op *op;
-
-	if (!t)
-		return -ENOMEM;
-	op = plan_push(plan, SL_NFT_OP_ADD_TABLE);
-	if (!op) {
-		nftnl_table_free(t);
-		return -ENOMEM;
-	}
-	op->table = t;
-	snprintf(op->what, sizeof(op->what), "table inet %s%s", table,
-		 flags & NFT_TABLE_F_OWNER ? " (owner)" : "");
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_TABLE,
+						.family = NFPROTO_INET,
+						.table = table_new(NFPROTO_INET, table, flags, true) },
+			   "table inet %s%s", table, flags & NFT_TABLE_F_OWNER ? " (owner)" : "");
 }
 
 int sl_nft_plan_del_table(struct sl_nft_plan *plan, const char *table)
 {
-	struct nftnl_table *t = table_new(NFPROTO_INET, table, 0, false);
-	struct sl_nft_op *op;
-
-	if (!t)
-		return -ENOMEM;
-	op = plan_push(plan, SL_NFT_OP_DEL_TABLE);
-	if (!op) {
-		nftnl_table_free(t);
-		return -ENOMEM;
-	}
-	op->table = t;
-	snprintf(op->what, sizeof(op->what), "deletion of table inet %s", table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_DEL_TABLE,
+						.family = NFPROTO_INET,
+						.table = table_new(NFPROTO_INET, table, 0, false) },
+			   "deletion of table inet %s", table);
 }
 
 static struct nftnl_chain *chain_new(uint8_t family, const char *table, const char *name)
@@ -156,7 +173,6 @@ int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const cha
 			  const char *type, int hook, int prio, int policy)
 {
 	struct nftnl_chain *c = chain_new(NFPROTO_INET, table, chain);
-	struct sl_nft_op *op;
 
 	if (!c)
 		return -ENOMEM;
@@ -169,38 +185,25 @@ int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const cha
 			return -ENOMEM;
 		}
 	}
-	op = plan_push(plan, SL_NFT_OP_ADD_CHAIN);
-	if (!op) {
-		nftnl_chain_free(c);
-		return -ENOMEM;
-	}
-	op->chain = c;
-	snprintf(op->what, sizeof(op->what), "chain '%s' in table inet %s", chain, table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_CHAIN,
+						.family = NFPROTO_INET,
+						.chain = c },
+			   "chain '%s' in table inet %s", chain, table);
 }
 
 int sl_nft_plan_del_chain(struct sl_nft_plan *plan, const char *table, const char *chain)
 {
-	struct nftnl_chain *c = chain_new(NFPROTO_INET, table, chain);
-	struct sl_nft_op *op;
-
-	if (!c)
-		return -ENOMEM;
-	op = plan_push(plan, SL_NFT_OP_DEL_CHAIN);
-	if (!op) {
-		nftnl_chain_free(c);
-		return -ENOMEM;
-	}
-	op->chain = c;
-	snprintf(op->what, sizeof(op->what), "deletion of chain '%s' in table inet %s", chain,
-		 table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_DEL_CHAIN,
+						.family = NFPROTO_INET,
+						.chain = chain_new(NFPROTO_INET, table, chain) },
+			   "deletion of chain '%s' in table inet %s", chain, table);
 }
 
 int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const char *name)
 {
 	struct nftnl_obj *o = nftnl_obj_alloc();
-	struct sl_nft_op *op;
 
 	if (!o)
 		return -ENOMEM;
@@ -213,57 +216,35 @@ int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const c
 		nftnl_obj_free(o);
 		return -ENOMEM;
 	}
-	op = plan_push(plan, SL_NFT_OP_ADD_OBJ);
-	if (!op) {
-		nftnl_obj_free(o);
-		return -ENOMEM;
-	}
-	op->obj = o;
-	snprintf(op->what, sizeof(op->what), "counter '%s' in table inet %s", name, table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_OBJ,
+						.family = NFPROTO_INET,
+						.obj = o },
+			   "counter '%s' in table inet %s", name, table);
 }
 
 int sl_nft_plan_add_netdev_table(struct sl_nft_plan *plan, const char *table)
 {
-	struct nftnl_table *t = table_new(NFPROTO_NETDEV, table, 0, true);
-	struct sl_nft_op *op;
-
-	if (!t)
-		return -ENOMEM;
-	op = plan_push(plan, SL_NFT_OP_ADD_TABLE);
-	if (!op) {
-		nftnl_table_free(t);
-		return -ENOMEM;
-	}
-	op->family = NFPROTO_NETDEV;
-	op->table = t;
-	snprintf(op->what, sizeof(op->what), "table netdev %s", table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_TABLE,
+						.family = NFPROTO_NETDEV,
+						.table = table_new(NFPROTO_NETDEV, table, 0, true) },
+			   "table netdev %s", table);
 }
 
 int sl_nft_plan_del_netdev_table(struct sl_nft_plan *plan, const char *table)
 {
-	struct nftnl_table *t = table_new(NFPROTO_NETDEV, table, 0, false);
-	struct sl_nft_op *op;
-
-	if (!t)
-		return -ENOMEM;
-	op = plan_push(plan, SL_NFT_OP_DEL_TABLE);
-	if (!op) {
-		nftnl_table_free(t);
-		return -ENOMEM;
-	}
-	op->family = NFPROTO_NETDEV;
-	op->table = t;
-	snprintf(op->what, sizeof(op->what), "deletion of table netdev %s", table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_DEL_TABLE,
+						.family = NFPROTO_NETDEV,
+						.table = table_new(NFPROTO_NETDEV, table, 0, false) },
+			   "deletion of table netdev %s", table);
 }
 
 int sl_nft_plan_add_egress_chain(struct sl_nft_plan *plan, const char *table, const char *chain,
 				 const char *device, int prio, int policy)
 {
 	struct nftnl_chain *c = chain_new(NFPROTO_NETDEV, table, chain);
-	struct sl_nft_op *op;
 
 	if (!c)
 		return -ENOMEM;
@@ -279,16 +260,11 @@ int sl_nft_plan_add_egress_chain(struct sl_nft_plan *plan, const char *table, co
 		nftnl_chain_free(c);
 		return -ENOMEM;
 	}
-	op = plan_push(plan, SL_NFT_OP_ADD_CHAIN);
-	if (!op) {
-		nftnl_chain_free(c);
-		return -ENOMEM;
-	}
-	op->family = NFPROTO_NETDEV;
-	op->chain = c;
-	snprintf(op->what, sizeof(op->what), "chain '%s' (egress of %s) in table netdev %s",
-		 chain, device, table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_CHAIN,
+						.family = NFPROTO_NETDEV,
+						.chain = c },
+			   "chain '%s' (egress of %s) in table netdev %s", chain, device, table);
 }
 
 static struct nftnl_rule *rule_new(const char *table, const char *chain)
@@ -309,20 +285,11 @@ static struct nftnl_rule *rule_new(const char *table, const char *chain)
 int sl_nft_plan_flush_chain(struct sl_nft_plan *plan, const char *table, const char *chain)
 {
 	/* A DELRULE naming only table and chain deletes every rule in it. */
-	struct nftnl_rule *r = rule_new(table, chain);
-	struct sl_nft_op *op;
-
-	if (!r)
-		return -ENOMEM;
-	op = plan_push(plan, SL_NFT_OP_FLUSH_CHAIN);
-	if (!op) {
-		nftnl_rule_free(r);
-		return -ENOMEM;
-	}
-	op->rule = r;
-	snprintf(op->what, sizeof(op->what), "flush of chain '%s' in table inet %s", chain,
-		 table);
-	return 0;
+	return plan_append(plan,
+			   &(struct sl_nft_op){ .type = SL_NFT_OP_FLUSH_CHAIN,
+						.family = NFPROTO_INET,
+						.rule = rule_new(table, chain) },
+			   "flush of chain '%s' in table inet %s", chain, table);
 }
 
 void sl_nft_rb_start(struct sl_nft_rb *rb, const char *table, const char *chain)
