@@ -76,7 +76,8 @@ struct run {
 	/* The --rw paths, NULL-terminated: no policy or secret file may lie
 	 * there (the sandbox could rewrite it and have it reloaded). */
 	const char *writable[SL_NETNS_MAX_BINDS + 1];
-	struct sl_pty pty; /* fds -1 unless stdin is a terminal */
+	struct sl_pty pty; /* fds -1 unless one of fds 0-2 is a terminal */
+	unsigned stops;	   /* SIGINT/SIGTERM passed on so far */
 	struct sl_netns_proc proc;
 	struct sl_netns_cgroup *cgroup;
 	struct sl_netns_sandbox *sandbox;
@@ -374,8 +375,15 @@ static int setup(struct run *r, const sigset_t *child_mask)
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
-	if (isatty(STDIN_FILENO)) {
-		ret = sl_pty_open(&r->pty, STDIN_FILENO, err, sizeof(err));
+	/* A pty whenever one of fds 0-2 is a terminal: the command must never
+	 * hold the operator's (it could read what they type, and change its
+	 * modes and size for after). Input is relayed only from a terminal. */
+	if (isatty(STDIN_FILENO) || isatty(STDOUT_FILENO) || isatty(STDERR_FILENO)) {
+		ret = sl_pty_open(&r->pty,
+				  isatty(STDIN_FILENO)	  ? STDIN_FILENO
+				  : isatty(STDOUT_FILENO) ? STDOUT_FILENO
+							  : STDERR_FILENO,
+				  err, sizeof(err));
 		if (ret < 0)
 			goto fail;
 	}
@@ -430,6 +438,7 @@ struct relay {
 	char in[4096]; /* read from the operator, not yet taken by the pty */
 	size_t in_len, in_off;
 	bool in_eof, out_eof;
+	int out; /* where the pty's output goes: the fd it stands for */
 };
 
 static void relay_out(struct run *r, struct relay *rl)
@@ -449,7 +458,7 @@ static void relay_out(struct run *r, struct relay *rl)
 			return;
 		}
 		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+			ssize_t w = write(rl->out, buf + off, (size_t)(n - off));
 
 			if (w < 0 && errno == EINTR)
 				continue;
@@ -514,6 +523,14 @@ static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *stat
 		sl_serve_reload(&r->serve, r->args.policy);
 		return 0;
 	}
+	/* A command that ignores them (and holds the terminal raw) must not
+	 * leave the operator only SIGKILL, which would skip the teardown: the
+	 * second one ends the sandbox (its init, and with it everything). */
+	if ((sig == SIGINT || sig == SIGTERM) && ++r->stops >= 2) {
+		fprintf(stderr, "sluice run: signal %d again: ending the sandbox\n", sig);
+		(void)kill(r->proc.pid, SIGKILL);
+		return 0;
+	}
 	(void)kill(r->proc.pid, sig);
 	return 0;
 }
@@ -523,14 +540,23 @@ static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *stat
 static int supervise(struct run *r, const sigset_t *set)
 {
 	_cleanup_close_ int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-	struct relay rl = {.in_eof = r->pty.master < 0, .out_eof = r->pty.master < 0};
+	struct relay rl = {.in_eof = r->pty.master < 0 || !isatty(STDIN_FILENO),
+			   .out_eof = r->pty.master < 0,
+			   /* stdout when it is the terminal the pty replaced, else stderr */
+			   .out = isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO) ? STDOUT_FILENO
+										: STDERR_FILENO};
 	int status = 0;
+
+	/* A reader of our stdout that went away (`sluice run ... | head`) must
+	 * not kill us mid-run: the write says EPIPE. The command was started
+	 * with SIGPIPE at its default already. */
+	(void)signal(SIGPIPE, SIG_IGN);
 
 	if (sfd < 0) {
 		fprintf(stderr, "sluice run: signalfd: %m\n");
 		(void)kill(r->proc.pid, SIGKILL);
 	}
-	if (r->pty.master >= 0 && sl_pty_raw(&r->pty) < 0)
+	if (r->pty.master >= 0 && isatty(STDIN_FILENO) && sl_pty_raw(&r->pty) < 0)
 		fprintf(stderr, "sluice run: the terminal stays in its mode: %m\n");
 	for (;;) {
 		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},

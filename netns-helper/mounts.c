@@ -9,7 +9,7 @@
  *     later must not appear in here writable;
  *  2. what is bound later is cloned first (open_tree), while the host's /tmp
  *     and /dev are still visible;
- *  3. the whole tree becomes read-only and nosuid in one call
+ *  3. the whole tree becomes read-only, nosuid and nodev in one call
  *     (mount_setattr, AT_RECURSIVE);
  *  4. fresh tmpfs cover /tmp, /var/tmp, /run (and /var/run) and /dev, so no
  *     socket of the host there (D-Bus, systemd's varlink sockets, nscd,
@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <limits.h>
@@ -78,8 +79,16 @@ const char *sl_netns_bind_refused(const char *path)
 {
 	static const char *const under[] = {"/proc", "/sys", "/dev", "/run", "/var/run"};
 
+	static const char *const exactly[] = {"/tmp", "/var/tmp", "/var"};
+
 	if (!strcmp(path, "/"))
 		return "the whole filesystem: bind what the task needs, not /";
+	/* The host's own /tmp holds sockets (X11's, a database's): bind a
+	 * directory beneath it instead. */
+	for (size_t i = 0; i < ELEMENTSOF(exactly); i++)
+		if (!strcmp(path, exactly[i]))
+			return "the sandbox's /tmp and /var/tmp are its own (the host's hold "
+			       "sockets): bind a directory beneath them instead";
 	for (size_t i = 0; i < ELEMENTSOF(under); i++) {
 		size_t n = strlen(under[i]);
 
@@ -162,14 +171,21 @@ static int tmpfs(const char *where, const char *mode, unsigned long flags)
 	return mount("sluice", where, "tmpfs", flags, opts) < 0 ? negative_errno() : 0;
 }
 
-/* Attach a detached mount (open_tree's) at `where`, made if missing. */
+/* Attach a detached mount (open_tree's) at `where`, made if missing. The
+ * place is looked up without following any link: a link swapped into a
+ * --rw bind attached before must not send a later bind elsewhere. */
 static int attach(int fd, const char *where, bool dir)
 {
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	_cleanup_close_ int to = -1;
 	int r = make_mountpoint(where, dir);
 
 	if (r < 0)
 		return r;
-	if (sys_move_mount(fd, "", AT_FDCWD, where, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	to = (int)syscall(SYS_openat2, AT_FDCWD, where, &how, sizeof(how));
+	if (to < 0)
+		return negative_errno();
+	if (sys_move_mount(fd, "", to, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return negative_errno();
 	return 0;
 }
@@ -201,11 +217,12 @@ static void clones_close(struct clones *c, size_t n_binds)
 		sl_closep(&c->dev[i]);
 }
 
-static int clone_tree(const char *path, bool recursive, bool *ret_dir)
+static int clone_tree_at(int dfd, const char *path, bool recursive, bool *ret_dir)
 {
 	struct stat st;
-	int fd = sys_open_tree(AT_FDCWD, path,
-			       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
+	int fd = sys_open_tree(dfd, path,
+			       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0) |
+				   (path[0] ? 0 : AT_EMPTY_PATH));
 
 	if (fd < 0)
 		return negative_errno();
@@ -220,24 +237,40 @@ static int clone_tree(const char *path, bool recursive, bool *ret_dir)
 	return fd;
 }
 
+static int clone_tree(const char *path, bool recursive, bool *ret_dir)
+{
+	return clone_tree_at(AT_FDCWD, path, recursive, ret_dir);
+}
+
 /* Step 2: everything bound later, cloned while the host's tree is whole. */
 static int take_clones(const struct sl_netns_fs *fs, struct clones *c, char *err, size_t errlen)
 {
 	int fd;
 
 	for (size_t i = 0; i < fs->n_binds; i++) {
-		struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID};
+		/* nosuid (and read-only for --ro) on every mount of the tree;
+		 * for --rw only the top one is made writable: a mount the host
+		 * itself keeps read-only beneath PATH stays read-only. */
+		struct mount_attr all = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+		struct mount_attr top = {.attr_clr = MOUNT_ATTR_RDONLY};
 
-		fd = clone_tree(fs->binds[i].path, true, &c->bind_dir[i]);
+		/* The path was canonical (and checked) when sluice started: a
+		 * link in it now was put there since, to send the bind
+		 * elsewhere (the host's /run, say). Walk it without links. */
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		_cleanup_close_ int at =
+		    (int)syscall(SYS_openat2, AT_FDCWD, fs->binds[i].path, &how, sizeof(how));
+
+		fd = at < 0 ? negative_errno() : clone_tree_at(at, "", true, &c->bind_dir[i]);
 		if (fd < 0)
 			return sl_err(err, errlen, fd, "%s %s: %s", fs->binds[i].writable ? "--rw" : "--ro",
 				      fs->binds[i].path, strerror(-fd));
 		c->binds[i] = fd;
-		if (fs->binds[i].writable)
-			attr.attr_clr = MOUNT_ATTR_RDONLY;
-		else
-			attr.attr_set |= MOUNT_ATTR_RDONLY;
-		if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+		if (!fs->binds[i].writable)
+			all.attr_set |= MOUNT_ATTR_RDONLY;
+		if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &all) < 0 ||
+		    (fs->binds[i].writable && sys_mount_setattr(fd, "", AT_EMPTY_PATH, &top) < 0))
 			return sl_err(err, errlen, negative_errno(), "%s %s: setting its mount flags: %m",
 				      fs->binds[i].writable ? "--rw" : "--ro", fs->binds[i].path);
 	}
@@ -256,6 +289,14 @@ static int take_clones(const struct sl_netns_fs *fs, struct clones *c, char *err
 		if (fd < 0 && fd != -ENOENT)
 			return sl_err(err, errlen, fd, "%s: %s", path, strerror(-fd));
 		c->dev[i] = fd;
+		/* A read-only mount still lets the device be read and written;
+		 * it only keeps the command from changing the host's node. */
+		if (fd >= 0 && sys_mount_setattr(fd, "", AT_EMPTY_PATH,
+						 &(struct mount_attr){.attr_set = MOUNT_ATTR_RDONLY |
+										 MOUNT_ATTR_NOSUID |
+										 MOUNT_ATTR_NOEXEC}) < 0)
+			return sl_err(err, errlen, negative_errno(), "%s: setting its mount flags: %m",
+				      path);
 	}
 	return 0;
 }
@@ -510,7 +551,9 @@ int sl_netns_fs_setup(const struct sl_netns_fs *fs, const struct sl_netns_user *
 		      struct in_addr gateway, char *err, size_t errlen)
 {
 	struct clones c = {.ca = -1};
-	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID};
+	/* nodev too: a device node elsewhere in the host's tree (a chroot's
+	 * /dev) must not be a way to a device; /dev is built anew. */
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	int r;
 
 	for (size_t i = 0; i < SL_NETNS_MAX_BINDS; i++)
@@ -539,15 +582,17 @@ int sl_netns_fs_setup(const struct sl_netns_fs *fs, const struct sl_netns_user *
 		r = sl_err(err, errlen, negative_errno(), "creating %s: %m", VIEW_DIR);
 		goto out;
 	}
-	r = resolv_conf(gateway, err, errlen);
+	/* The binds first, the sandbox's own files on top of them: a --ro
+	 * /etc must not hide its resolv.conf, passwd or CA bundle. */
+	r = make_home(fs, u, err, errlen);
+	if (r == 0)
+		r = binds(fs, &c, err, errlen);
+	if (r == 0)
+		r = resolv_conf(gateway, err, errlen);
 	if (r == 0)
 		r = user_entries(fs, u, err, errlen);
 	if (r == 0)
 		r = ca_bundle(fs, &c, err, errlen);
-	if (r == 0)
-		r = make_home(fs, u, err, errlen);
-	if (r == 0)
-		r = binds(fs, &c, err, errlen);
 	if (r < 0)
 		goto out;
 	/* Ours, of the pid and network namespaces we are in now. */

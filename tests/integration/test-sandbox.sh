@@ -215,6 +215,16 @@ check "the host socket's listener saw only the outside connection" 1 \
 check "/dev holds no host socket (no /dev/log)" "1" \
 	"$(sandbox -- sh -c 'test -e /dev/log; echo $?' | tail -n 1)"
 
+out=$(sandbox --rw /tmp -- true 2>&1)
+check_has "--rw /tmp is refused (the host's /tmp holds sockets)" "--rw /tmp: refused" "$out"
+out=$(sandbox --ro /run -- true 2>&1)
+check_has "--ro /run is refused" "--ro /run: refused" "$out"
+devnull=$(stat -c %Y.%Z /dev/null)
+sleep 1.1 # the times have a second's grain here at the coarsest
+sandbox -- sh -c 'touch /dev/null; echo x >/dev/null' 2>/dev/null
+check "the host's /dev/null node is unchanged by the command (only the device is written)" \
+	"$devnull" "$(stat -c %Y.%Z /dev/null)"
+
 # HOME is writable, and not the operator's.
 out=$(sandbox -- sh -c 'echo "$HOME"; echo x >"$HOME/.cache-test" && echo written')
 check_has "HOME is a private writable directory" "written" "$out"
@@ -281,6 +291,21 @@ rc=$?
 check "--audit FILE under a --rw path is refused" 2 "$rc"
 check_has "... naming it" "$T/audit.log" "$out"
 check "... and nothing was written there" no "$([ -e "$T/audit.log" ] && echo yes || echo no)"
+
+# A command that ignores SIGTERM: the second one ends the sandbox (the
+# operator is never left with only SIGKILL, which skips the teardown).
+rm -f "$T/stubborn"
+world_host_bg "$SLUICE" run --rw "$T" -- sh -c "trap '' TERM INT; touch $T/stubborn; sleep 60" \
+	2>"$T/stubborn.err"
+spid=$!
+for _ in $(seq 100); do [ -e "$T/stubborn" ] && break; sleep 0.05; done
+kill -TERM $spid
+sleep 0.5
+kill -TERM $spid
+wait $spid
+rc=$?
+check "a second SIGTERM ends a sandbox that ignores the first (exit 137)" 137 "$rc"
+check_has "... and sluice says so" "again: ending the sandbox" "$(cat "$T/stubborn.err")"
 
 # ---- the terminal ----------------------------------------------------------------
 
