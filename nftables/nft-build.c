@@ -201,12 +201,12 @@ int sl_nft_plan_del_chain(struct sl_nft_plan *plan, const char *table, const cha
 			   "deletion of chain '%s' in table inet %s", chain, table);
 }
 
-int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const char *name)
+struct nftnl_obj *sl_nft_counter_new(const char *table, const char *name)
 {
 	struct nftnl_obj *o = nftnl_obj_alloc();
 
 	if (!o)
-		return -ENOMEM;
+		return NULL;
 	nftnl_obj_set_u32(o, NFTNL_OBJ_FAMILY, NFPROTO_INET);
 	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
 	/* This libnftnl's setter says nothing of a failed copy: ask. */
@@ -214,12 +214,17 @@ int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const c
 	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
 	if (!nftnl_obj_is_set(o, NFTNL_OBJ_TABLE) || !nftnl_obj_is_set(o, NFTNL_OBJ_NAME)) {
 		nftnl_obj_free(o);
-		return -ENOMEM;
+		return NULL;
 	}
+	return o;
+}
+
+int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const char *name)
+{
 	return plan_append(plan,
 			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_OBJ,
 						.family = NFPROTO_INET,
-						.obj = o },
+						.obj = sl_nft_counter_new(table, name) },
 			   "counter '%s' in table inet %s", name, table);
 }
 

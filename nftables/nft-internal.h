@@ -63,6 +63,9 @@ int sl_nft_plan_del_chain(struct sl_nft_plan *plan, const char *table, const cha
 /* A named counter object in inet `table` (rules refer to it by name, and
  * it can be read back: sl_nft_sandbox_counters()). */
 int sl_nft_plan_add_counter(struct sl_nft_plan *plan, const char *table, const char *name);
+/* The counter object `name` of inet `table`, as a plan adds it and a get
+ * names it; NULL when out of memory. */
+struct nftnl_obj *sl_nft_counter_new(const char *table, const char *name);
 
 /* The netdev family (egress filtering of a device, below every inet hook):
  * a table, and a base chain on hook NF_NETDEV_EGRESS of one device. */

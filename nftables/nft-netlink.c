@@ -519,7 +519,7 @@ static int obj_cb(const struct nlmsghdr *nlh, void *data)
 int sl_nft_get_counter(struct sl_nft *nft, const char *table, const char *name,
 		       uint64_t *ret_packets, char *err, size_t errlen)
 {
-	struct nftnl_obj *o = nftnl_obj_alloc();
+	struct nftnl_obj *o = sl_nft_counter_new(table, name);
 	char buf[512];
 	struct nlmsghdr *nlh;
 	uint64_t packets = 0;
@@ -527,14 +527,6 @@ int sl_nft_get_counter(struct sl_nft *nft, const char *table, const char *name,
 
 	if (!o)
 		return -ENOMEM;
-	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
-	/* This libnftnl's setter says nothing of a failed copy: ask. */
-	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, table);
-	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
-	if (!nftnl_obj_is_set(o, NFTNL_OBJ_TABLE) || !nftnl_obj_is_set(o, NFTNL_OBJ_NAME)) {
-		nftnl_obj_free(o);
-		return -ENOMEM;
-	}
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_ACK, nft->seq++);
 	nftnl_obj_nlmsg_build_payload(nlh, o);
 	nftnl_obj_free(o);
