@@ -22,6 +22,7 @@ struct nftnl_table;
 struct nftnl_chain;
 struct nftnl_rule;
 struct nftnl_obj;
+struct nlmsghdr;
 
 enum sl_nft_op_type {
 	SL_NFT_OP_ADD_TABLE,
@@ -149,6 +150,11 @@ struct sl_nft {
  * whole; filled by sl_nft_send_plan on failure. */
 int sl_nft_send_plan(struct sl_nft *nft, const struct sl_nft_plan *plan, const uint32_t *genid,
 		     ssize_t *ret_failed_op, char *err, size_t errlen);
+/* Sends one get or dump and feeds each answer to cb until the kernel's DONE
+ * or ACK; returns the kernel's error for it, if any (-ETIMEDOUT when no
+ * answer comes). The batch code and nft-query.c's reads share it. */
+int sl_nft_request(struct sl_nft *nft, struct nlmsghdr *nlh,
+		   int (*cb)(const struct nlmsghdr *nlh, void *data), void *data);
 /* The ruleset generation, for sl_nft_send_plan's genid check. */
 int sl_nft_get_genid(struct sl_nft *nft, uint32_t *ret_genid, char *err, size_t errlen);
 /* Names of the chains of `inet <table>` (a dump). -ENOENT if no such table.

@@ -358,9 +358,7 @@ int sl_nft_send_plan(struct sl_nft *nft, const struct sl_nft_plan *plan, const u
 
 /* ---- Requests (dumps and gets) ---- */
 
-/* Sends one request and feeds each answer to cb until DONE or the ACK;
- * returns the kernel's error for it, if any. */
-static int request(struct sl_nft *nft, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+int sl_nft_request(struct sl_nft *nft, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
 	_cleanup_free_ char *buf = malloc(RECV_SIZE);
 	uint32_t seq = nlh->nlmsg_seq;
@@ -410,7 +408,7 @@ int sl_nft_get_genid(struct sl_nft *nft, uint32_t *ret_genid, char *err, size_t 
 	int r;
 
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, NFPROTO_UNSPEC, NLM_F_ACK, nft->seq++);
-	r = request(nft, nlh, gen_cb, &genid);
+	r = sl_nft_request(nft, nlh, gen_cb, &genid);
 	if (r < 0) {
 		sl_nft_set_err(err, errlen, "reading the nftables generation: %s", strerror(-r));
 		return r;
@@ -483,7 +481,7 @@ int sl_nft_list_chains(struct sl_nft *nft, const char *table, char ***ret_names,
 	int r;
 
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP, nft->seq++);
-	r = request(nft, nlh, chain_cb, &cl);
+	r = sl_nft_request(nft, nlh, chain_cb, &cl);
 	if (cl.error < 0)
 		r = cl.error;
 	if (r < 0) {
@@ -530,7 +528,7 @@ int sl_nft_get_counter(struct sl_nft *nft, const char *table, const char *name,
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_ACK, nft->seq++);
 	nftnl_obj_nlmsg_build_payload(nlh, o);
 	nftnl_obj_free(o);
-	r = request(nft, nlh, obj_cb, &packets);
+	r = sl_nft_request(nft, nlh, obj_cb, &packets);
 	if (r < 0) {
 		sl_nft_set_err(err, errlen, "reading counter '%s' of table inet %s: %s", name, table,
 			       strerror(-r));

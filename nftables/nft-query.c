@@ -12,7 +12,6 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netlink.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,51 +28,11 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sl_nft *, sl_nft_close);
 
-#define RECV_SIZE 65536
-#define REPLY_TIMEOUT_MS 5000
 /* Reads repeated when the ruleset changed while they were made. */
 #define GENID_RETRIES 5
 /* A chain that holds more than this is not one guard made; the answer says
  * so without reading (and holding) all of it. */
 #define MAX_RULES 4096
-
-/*
- * Sends one get or dump and feeds every answer to cb until the kernel's
- * DONE or ACK. Like nft-netlink.c's request(), which is private to the
- * batch code; this file only reads.
- */
-static int query(struct sl_nft *nft, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
-{
-	_cleanup_free_ char *buf = malloc(RECV_SIZE);
-	struct pollfd p = { .fd = mnl_socket_get_fd(nft->nl), .events = POLLIN };
-	uint32_t seq = nlh->nlmsg_seq;
-
-	if (!buf)
-		return -ENOMEM;
-	if (mnl_socket_sendto(nft->nl, nlh, nlh->nlmsg_len) < 0)
-		return negative_errno();
-	for (;;) {
-		ssize_t n;
-		int r;
-
-		do
-			r = poll(&p, 1, REPLY_TIMEOUT_MS);
-		while (r < 0 && errno == EINTR);
-		if (r < 0)
-			return negative_errno();
-		if (r == 0)
-			return -ETIMEDOUT;
-		n = mnl_socket_recvfrom(nft->nl, buf, RECV_SIZE);
-		if (n < 0)
-			return negative_errno();
-		/* mnl_cb_run checks seq and portid, handles DONE and errors. */
-		r = mnl_cb_run(buf, (size_t)n, seq, nft->portid, cb, data);
-		if (r < 0)
-			return negative_errno();
-		if (r == MNL_CB_STOP)
-			return 0;
-	}
-}
 
 /* What one reading holds; freed with view_done(). */
 struct view {
@@ -190,7 +149,7 @@ static int get_table(struct sl_nft *nft, struct view *v)
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_ACK, nft->seq++);
 	nftnl_table_nlmsg_build_payload(nlh, t);
 	nftnl_table_free(t);
-	r = query(nft, nlh, table_cb, v);
+	r = sl_nft_request(nft, nlh, table_cb, v);
 	if (v->error < 0)
 		return v->error;
 	/* No such table is an answer, not a failure. */
@@ -214,7 +173,7 @@ static int get_chain(struct sl_nft *nft, struct view *v)
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_ACK, nft->seq++);
 	nftnl_chain_nlmsg_build_payload(nlh, c);
 	nftnl_chain_free(c);
-	r = query(nft, nlh, chain_cb, v);
+	r = sl_nft_request(nft, nlh, chain_cb, v);
 	if (v->error < 0)
 		return v->error;
 	return r == -ENOENT ? 0 : r;
@@ -237,7 +196,7 @@ static int dump_rules(struct sl_nft *nft, struct view *v)
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETRULE, NFPROTO_INET, NLM_F_DUMP, nft->seq++);
 	nftnl_rule_nlmsg_build_payload(nlh, rule);
 	nftnl_rule_free(rule);
-	r = query(nft, nlh, rule_cb, v);
+	r = sl_nft_request(nft, nlh, rule_cb, v);
 	if (v->error < 0)
 		return v->error;
 	/* The chain went between the two reads: the generation check below
