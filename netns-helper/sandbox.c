@@ -120,25 +120,6 @@ int sl_netns_sandbox_run_inside(const struct sl_netns_sandbox *sb, int (*fn)(voi
 	return r;
 }
 
-static int mkdir_p(const char *path)
-{
-	char buf[256];
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
-}
-
 /* Try to take slot i: its lock, then make sure no address of its /30 is in
  * use here. 1 taken, 0 busy, < 0 error. */
 static int try_slot(struct sl_netns_sandbox *sb, const struct sl_netns_pool *pool, const char *dir,
@@ -193,7 +174,7 @@ static int pick_slot(struct sl_netns_sandbox *sb, const struct sl_netns_sandbox_
 	uint32_t n = sl_netns_pool_slots(&cfg->pool);
 	int r;
 
-	r = mkdir_p(dir);
+	r = sl_mkdir_p(dir);
 	if (r < 0)
 		return sl_err(err, errlen, r, "creating %s: %s", dir, strerror(-r));
 	for (uint32_t i = 0; i < n && i < MAX_SLOT_TRIES; i++) {
@@ -372,7 +353,7 @@ static int lock_namespace(struct sl_netns_sandbox *sb, const char *dir, char *er
 
 	if (fstat(sb->ns_fd, &st) < 0)
 		return sl_err(err, errlen, negative_errno(), "the namespace: %m");
-	r = mkdir_p(dir);
+	r = sl_mkdir_p(dir);
 	if (r < 0)
 		return sl_err(err, errlen, r, "creating %s: %s", dir, strerror(-r));
 	snprintf(path, sizeof(path), "%s/netns-%llx-%llu", dir, (unsigned long long)st.st_dev,

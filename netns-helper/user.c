@@ -315,25 +315,6 @@ static bool nss_knows(uint32_t id)
 	return grp || r == ERANGE;
 }
 
-static int mkdir_p(const char *path)
-{
-	char buf[256];
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
-}
-
 /* Take the lock file of `uid` in dir: 1 and *ret_fd when taken, 0 when
  * another sandbox holds it, < 0 on error. The holder unlinks the file when
  * it lets go (sl_netns_user_release), so a lock taken on a file that was
@@ -563,7 +544,7 @@ int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int 
 	r = read_small_file("/etc/subgid", &subgid);
 	if (r < 0)
 		return sl_err(err, errlen, r, "reading /etc/subgid: %s", strerror(-r));
-	r = mkdir_p(dir);
+	r = sl_mkdir_p(dir);
 	if (r < 0)
 		return sl_err(err, errlen, r, "creating %s: %s", dir, strerror(-r));
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

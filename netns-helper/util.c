@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -21,5 +22,24 @@ int sl_write_file(const char *path, const char *s)
 		return negative_errno();
 	if ((size_t)n != len)
 		return -EIO;
+	return 0;
+}
+
+int sl_mkdir_p(const char *path)
+{
+	char buf[256];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return negative_errno();
 	return 0;
 }

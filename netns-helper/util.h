@@ -10,3 +10,8 @@
 /* Write `s` to an existing file such as a sysctl or a cgroup knob, in one
  * write(2) as those files want. */
 int sl_write_file(const char *path, const char *s);
+
+/* Create `path` and each missing directory above it (mode 0755, like
+ * `mkdir -p`); one that exists already is fine. -ENAMETOOLONG over 255
+ * bytes. */
+int sl_mkdir_p(const char *path);
