@@ -154,8 +154,9 @@ check "what the command made is gone with it (the host has only its own)" "$nshm
 # ---- files -------------------------------------------------------------------
 
 # A place the sandbox's user could write on the host (mode 0777), which it
-# must not be able to write inside: the view is read-only.
-open_dir=$(mktemp -d /var/tmp/slt-open.XXXXXX)
+# must not be able to write inside: the view is read-only. (Not under /tmp
+# or /var/tmp: the sandbox would not even see it there.)
+open_dir=$(mktemp -d /var/lib/slt-open.XXXXXX)
 outside+=("$open_dir")
 chmod 777 "$open_dir"
 echo "original" >"$open_dir/file"
@@ -167,9 +168,11 @@ check "a world-writable host file is unchanged (the view is read-only)" "$sum" \
 check "nothing was created in a world-writable host directory" "no" \
 	"$([ -e "$open_dir/new" ] && echo yes || echo no)"
 # ... but /var/tmp inside is private and writable.
+vt=$(mktemp -d /var/tmp/slt-vt.XXXXXX)
+outside+=("$vt")
 check "the private /var/tmp is writable, and not the host's" "1 no" \
-	"$(sandbox -- sh -c "test -e $open_dir; echo \$?; touch /var/tmp/x" | tail -n 1) $(
-		[ -e /var/tmp/x ] && echo yes || echo no)"
+	"$(sandbox -- sh -c "test -e $vt; echo \$?; touch /var/tmp/slt-x-$$" | tail -n 1) $(
+		[ -e /var/tmp/slt-x-$$ ] && echo yes || echo no)"
 out=$(sandbox --ro "$open_dir" -- sh -c "cat $open_dir/file; echo x >$open_dir/file && echo wrote" 2>&1)
 check_has "--ro PATH is readable" "original" "$out"
 check "--ro PATH is not writable" "$sum" "$(sha256sum <"$open_dir/file")"
@@ -349,10 +352,12 @@ try:
 except BlockingIOError:
     left = b""
 print("rc", rc)
+print("operator-tty", os.fstat(s).st_rdev)
 print("output", out.decode(errors="replace").replace("\r", "").replace("\n", "|"))
 print("left-for-the-shell", repr(left))
 PY
-inject='import fcntl, termios, sys
+inject='import fcntl, os, termios, sys
+print("command-ttys", " ".join(str(os.fstat(fd).st_rdev) for fd in (0, 1, 2)))
 n = 0
 for fd in (0, 1, 2):
     try:
@@ -367,7 +372,13 @@ out=$("$PY" "$T/term.py" plain ip netns exec "$WORLD_HOST" nsenter --mount="$WOR
 echo "$out" | sed 's/^/# /'
 check_has "TIOCSTI from inside types nothing into the operator's terminal" \
 	"left-for-the-shell b''" "$out"
-check_has "the command runs on a terminal of its own" "injected-into" "$out"
+op=$(awk '/^operator-tty/ { print $2 }' <<<"$out")
+cmdt=$(grep -o 'command-ttys [0-9 ]*' <<<"$out" | head -n 1)
+if [ -n "$op" ] && [ -n "$cmdt" ] && ! grep -qw "$op" <<<"${cmdt#command-ttys }"; then
+	ok "the command's fds 0-2 are a terminal of its own, not the operator's ($cmdt; operator's $op)"
+else
+	notok "the command's terminal: '$cmdt', the operator's '$op'"
+fi
 out=$("$PY" "$T/term.py" plain ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
 	"$SLUICE" run -- sh -c 'stty size; tty' 2>&1)
 check_has "the window size reaches the command's pty" "41 101" "$out"
