@@ -83,31 +83,19 @@ static void audit_blocked(const struct sl_nft_blocked *b, void *userdata)
 static uint64_t audit_losses(struct sl_serve *t, bool final)
 {
 	struct sl_nft_nflog_losses l;
-	char reason[96];
-	struct sl_audit_record rec = {
-	    .sandbox = t->sandbox_name,
-	    .event = "blocked",
-	    .port = -1,
-	    .status = -1,
-	    .decision = "deny",
-	    .reason = reason,
-	    .bytes_up = -1,
-	    .bytes_down = -1,
-	    .duration_ms = -1,
-	};
 
 	sl_nft_nflog_take_losses(t->nflog, &l);
 	t->nflog_overflows += l.overflows;
 	if (l.packets)
-		snprintf(reason, sizeof(reason), "blocked-packets-lost: %llu",
-			 (unsigned long long)l.packets);
+		(void)sl_audit_write_summary(t->audit, t->sandbox_name, "blocked", -1,
+					     "blocked-packets-lost: %llu",
+					     (unsigned long long)l.packets);
 	else if (final && t->nflog_overflows)
-		snprintf(reason, sizeof(reason), "blocked-packets-lost: unknown");
+		(void)sl_audit_write_summary(t->audit, t->sandbox_name, "blocked", -1,
+					     "blocked-packets-lost: unknown");
 	else
 		return l.overflows;
 	t->nflog_overflows = 0;
-	rec.ts_ms = sl_audit_now_ms();
-	(void)sl_audit_write(t->audit, &rec);
 	return l.overflows;
 }
 
@@ -121,18 +109,7 @@ static uint64_t audit_losses(struct sl_serve *t, bool final)
 static void audit_unlogged(struct sl_serve *t)
 {
 	uint64_t blocked, logged, unlogged;
-	char reason[96], err[256];
-	struct sl_audit_record rec = {
-	    .sandbox = t->sandbox_name,
-	    .event = "blocked",
-	    .port = -1,
-	    .status = -1,
-	    .decision = "deny",
-	    .reason = reason,
-	    .bytes_up = -1,
-	    .bytes_down = -1,
-	    .duration_ms = -1,
-	};
+	char err[256];
 
 	if (!t->nft_inside || !t->audit)
 		return;
@@ -141,11 +118,10 @@ static void audit_unlogged(struct sl_serve *t)
 	unlogged = blocked > logged ? blocked - logged : 0;
 	if (unlogged <= t->unlogged_reported)
 		return;
-	snprintf(reason, sizeof(reason), "blocked-packets-not-logged: %llu (rate limit)",
-		 (unsigned long long)(unlogged - t->unlogged_reported));
+	(void)sl_audit_write_summary(t->audit, t->sandbox_name, "blocked", -1,
+				     "blocked-packets-not-logged: %llu (rate limit)",
+				     (unsigned long long)(unlogged - t->unlogged_reported));
 	t->unlogged_reported = unlogged;
-	rec.ts_ms = sl_audit_now_ms();
-	(void)sl_audit_write(t->audit, &rec);
 }
 
 static void unlogged_timer_cb(uv_timer_t *tm)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,30 @@ int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
 		done += (size_t)w;
 	}
 	return 0;
+}
+
+int sl_audit_write_summary(struct sl_audit *a, const char *sandbox, const char *event,
+			   int64_t duration_ms, const char *fmt, ...)
+{
+	char reason[128];
+	struct sl_audit_record r = {
+	    .ts_ms = sl_audit_now_ms(),
+	    .sandbox = sandbox,
+	    .event = event,
+	    .port = -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .reason = reason,
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = duration_ms,
+	};
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	return sl_audit_write(a, &r);
 }
 
 void sl_audit_close(struct sl_audit *a)

@@ -49,5 +49,14 @@ int sl_audit_reopen(struct sl_audit *a);
 int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r);
 void sl_audit_close(struct sl_audit *a);
 
+/* Write one record that stands for what the log does not show one by one
+ * (packets the kernel could not queue, records a rate limit held back):
+ * `event`, denied, with no client or destination, for the reason that fmt
+ * formats, which says how many. duration_ms < 0 is unknown. Returns what
+ * sl_audit_write() does. */
+int sl_audit_write_summary(struct sl_audit *a, const char *sandbox, const char *event,
+			   int64_t duration_ms, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
 /* Milliseconds since the epoch, for ts_ms. */
 uint64_t sl_audit_now_ms(void);

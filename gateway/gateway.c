@@ -134,10 +134,19 @@ bool sl_gw_peer_allowed(const struct sl_gw *gw, const struct sockaddr *sa)
 		       &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
 }
 
+/* What the rate limit kept out of the log since it was last said, as one
+ * record (with the refusals' own duration, 0). */
+static void audit_refused_suppressed(struct sl_gw *gw, const char *event)
+{
+	(void)sl_audit_write_summary(gw->audit, gw->cfg.sandbox, event, 0,
+				     "not-the-sandbox: %llu more not logged",
+				     (unsigned long long)gw->refused_suppressed);
+	gw->refused_suppressed = 0;
+}
+
 void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *client)
 {
 	uint64_t now = sl_audit_now_ms();
-	char reason[80];
 	struct sl_audit_record r = {
 	    .ts_ms = now,
 	    .sandbox = gw->cfg.sandbox,
@@ -155,16 +164,8 @@ void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *c
 	if (!gw->audit)
 		return;
 	if (now - gw->refused_window_ms >= 1000) {
-		if (gw->refused_suppressed) {
-			struct sl_audit_record n = r;
-
-			snprintf(reason, sizeof(reason), "not-the-sandbox: %llu more not logged",
-				 (unsigned long long)gw->refused_suppressed);
-			n.client = NULL;
-			n.reason = reason;
-			(void)sl_audit_write(gw->audit, &n);
-			gw->refused_suppressed = 0;
-		}
+		if (gw->refused_suppressed)
+			audit_refused_suppressed(gw, event);
 		gw->refused_window_ms = now;
 		gw->refused_in_window = 0;
 	}
@@ -315,26 +316,9 @@ void sl_gw_maybe_free(struct sl_gw *gw)
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->conns ||
 	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw))
 		return;
-	if (gw->refused_suppressed && gw->audit) {
-		/* What the last window kept out of the log is said at the end. */
-		char reason[80];
-		struct sl_audit_record n = {
-		    .ts_ms = sl_audit_now_ms(),
-		    .sandbox = gw->cfg.sandbox,
-		    .event = "connect",
-		    .port = -1,
-		    .status = -1,
-		    .decision = "deny",
-		    .reason = reason,
-		    .bytes_up = -1,
-		    .bytes_down = -1,
-		    .duration_ms = 0,
-		};
-
-		snprintf(reason, sizeof(reason), "not-the-sandbox: %llu more not logged",
-			 (unsigned long long)gw->refused_suppressed);
-		(void)sl_audit_write(gw->audit, &n);
-	}
+	/* What the last window kept out of the log is said at the end. */
+	if (gw->refused_suppressed && gw->audit)
+		audit_refused_suppressed(gw, "connect");
 	sl_gw_dns_free(gw);
 	sl_gw_tls_free(gw);
 	sl_gw_policy_unref(gw->policy);
