@@ -161,6 +161,18 @@ static void on_signal(uv_signal_t *s, int signum)
 	uv_close((uv_handle_t *)&g->sig_term, NULL);
 }
 
+/* Setup failed once the gateway existed: tidy up as a signal would (the
+ * secrets are wiped), let the loop run dry, then close the rest. */
+static void stop_after_setup(struct gw_cli *g, uv_loop_t *loop)
+{
+	sl_gw_shutdown(g->gw);
+	sl_gw_resolver_free(g->resolver);
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_loop_close(loop);
+	sl_audit_close(g->audit);
+	sl_tls_setup_done(&g->tls);
+}
+
 static int parse_num(const char *flag, const char *s, unsigned long max, unsigned long *ret)
 {
 	char *end;
@@ -357,13 +369,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		r = sl_gw_listen_dns(g.gw, dns, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: %s\n", err);
-		/* Tidy up as a signal would: the secrets are wiped. */
-		sl_gw_shutdown(g.gw);
-		sl_gw_resolver_free(g.resolver);
-		uv_run(loop, UV_RUN_DEFAULT);
-		uv_loop_close(loop);
-		sl_audit_close(g.audit);
-		sl_tls_setup_done(&g.tls);
+		stop_after_setup(&g, loop);
 		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
 	}
 
@@ -374,12 +380,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		fprintf(stderr, "sluice gateway: a signalfd for SIGHUP: %s\n",
 			g.hup_fd < 0 ? strerror(errno) : "uv_poll_init failed");
 		sl_closep(&g.hup_fd);
-		sl_gw_shutdown(g.gw);
-		sl_gw_resolver_free(g.resolver);
-		uv_run(loop, UV_RUN_DEFAULT);
-		uv_loop_close(loop);
-		sl_audit_close(g.audit);
-		sl_tls_setup_done(&g.tls);
+		stop_after_setup(&g, loop);
 		return SL_EXIT_FAILURE;
 	}
 	g.hup_poll.data = &g;
