@@ -46,16 +46,12 @@ printf 'version: 1\nallow:\n  - host: allowed.test\n' >"$T/etc/probe.yaml"
 chmod 644 "$T/etc/probe.yaml"
 
 # The probe runs as the sandbox's user, in its read-only view of the host:
-# the binary must be executable by a user of no privilege, where it is. If
-# it is not (a private build tree), a copy is bound into the sandbox.
-PROBE=$SLUICE
-bind=()
-if ! setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$SLUICE"; then
-	mkdir -m 755 "$T/bin"
-	cp "$SLUICE" "$T/bin/sluice" && chmod 755 "$T/bin/sluice"
-	PROBE=$T/bin/sluice
-	bind=(--ro "$T/bin")
-fi
+# a copy of the binary, bound into the sandbox, is there whatever the build
+# tree's permissions, and also when the tree lies under /tmp (private inside).
+mkdir -m 755 "$T/bin"
+cp "$SLUICE" "$T/bin/sluice" && chmod 755 "$T/bin/sluice"
+PROBE=$T/bin/sluice
+bind=(--ro "$T/bin")
 
 # A process outside every sandbox, of no privilege, that the probe tries
 # to signal and trace: it must be alive afterwards.
@@ -127,7 +123,8 @@ if [ "${hits:-0}" -gt "${hits0:-0}" ]; then
 else
 	notok "... the canary saw nothing ($hits packets): the probe's ESCAPED is not real"
 fi
-if [ "$took" -le 15 ]; then ok "... bounded: it took ${took}s"; else notok "it took ${took}s"; fi
+# A hang detector, not a speed claim: the probe caps itself at 14 s.
+if [ "$took" -le 60 ]; then ok "... it stops by itself (${took}s)"; else notok "it took ${took}s"; fi
 check "... it left no nft table behind" "" "$(ip netns exec "$WORLD_HOST" nft list tables 2>&1)"
 check "... nor its route" "" "$(ip -n "$WORLD_HOST" route show 198.51.100.123 2>&1)"
 check "... nor a file in /etc" "" "$(find /etc -maxdepth 1 -name '.sluice-probe-*')"
@@ -191,7 +188,7 @@ check_has "... a denied one, denied with sluice's reason" \
 	"denied   target        http://denied.test/            403 sluice: denied.test is not allowed" "$out"
 check_has "... a denied CONNECT too" "denied   target        denied.test " "$out"
 check "... the canary saw nothing" "${hits0:-x}" "$(world_canary_count)"
-if [ "$took" -le 20 ]; then ok "... bounded: it took ${took}s"; else notok "it took ${took}s"; fi
+if [ "$took" -le 60 ]; then ok "... it stops by itself (${took}s)"; else notok "it took ${took}s"; fi
 check "the outside process is still alive" 0 "$(kill -0 "$outside_pid"; echo $?)"
 check "the world's host namespace has no table of the probe's" "" \
 	"$(ip netns exec "$WORLD_HOST" nft list tables 2>&1 | grep sluice-probe)"
