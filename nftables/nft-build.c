@@ -169,6 +169,17 @@ static struct nftnl_chain *chain_new(uint8_t family, const char *table, const ch
 	return c;
 }
 
+/* Makes c a base chain: attached to `hook` at `prio`, with a default
+ * verdict. 0, or -ENOMEM. */
+static int chain_set_hook(struct nftnl_chain *c, const char *type, uint32_t hook, int prio,
+			  int policy)
+{
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, hook);
+	nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, (uint32_t)policy);
+	return nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, type) < 0 ? -ENOMEM : 0;
+}
+
 int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const char *chain,
 			  const char *type, int hook, int prio, int policy)
 {
@@ -176,14 +187,9 @@ int sl_nft_plan_add_chain(struct sl_nft_plan *plan, const char *table, const cha
 
 	if (!c)
 		return -ENOMEM;
-	if (hook >= 0) {
-		nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, (uint32_t)hook);
-		nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
-		nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, (uint32_t)policy);
-		if (nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, type) < 0) {
-			nftnl_chain_free(c);
-			return -ENOMEM;
-		}
+	if (hook >= 0 && chain_set_hook(c, type, (uint32_t)hook, prio, policy) < 0) {
+		nftnl_chain_free(c);
+		return -ENOMEM;
 	}
 	return plan_append(plan,
 			   &(struct sl_nft_op){ .type = SL_NFT_OP_ADD_CHAIN,
@@ -257,10 +263,7 @@ int sl_nft_plan_add_egress_chain(struct sl_nft_plan *plan, const char *table, co
 		nftnl_chain_free(c);
 		return -EINVAL;
 	}
-	nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_NETDEV_EGRESS);
-	nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
-	nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, (uint32_t)policy);
-	if (nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0 ||
+	if (chain_set_hook(c, "filter", NF_NETDEV_EGRESS, prio, policy) < 0 ||
 	    nftnl_chain_set_str(c, NFTNL_CHAIN_DEV, device) < 0) {
 		nftnl_chain_free(c);
 		return -ENOMEM;
