@@ -48,10 +48,11 @@ struct child_error {
 /* The signals the init passes on to the command (and so must catch: a pid
  * namespace's init gets no signal it has no handler for). */
 static const int passed_on[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGWINCH};
-/* What they were before the init caught them: the command gets them back,
- * so a disposition sluice inherited (SIGINT ignored in a background job)
- * reaches it as through any transparent wrapper. */
-static struct sigaction passed_on_before[ELEMENTSOF(passed_on)];
+/* What every signal's disposition was before the init changed it: the
+ * command gets them back, so a disposition sluice inherited (SIGINT
+ * ignored in a background job, SIGHUP under nohup) reaches it as through
+ * any transparent wrapper. */
+static struct sigaction before[65];
 
 /* Report a failed step to the parent and exit. The parent reads the pipe
  * until EOF, so one write of the whole struct is enough. */
@@ -173,9 +174,10 @@ static _Noreturn void command_main(const struct sl_netns_spawn *s, int efd, int 
 	own_terminal(efd, s->pty);
 	drop_privs(efd, &s->user, 1, -1);
 	close_inherited(efd);
+	for (int sig = 1; sig < SIGRTMIN && sig < (int)ELEMENTSOF(before); sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &before[sig], NULL);
 	(void)signal(SIGPIPE, SIG_DFL);
-	for (size_t i = 0; i < ELEMENTSOF(passed_on); i++)
-		(void)sigaction(passed_on[i], &passed_on_before[i], NULL);
 	sigemptyset(&empty);
 	if (sigprocmask(SIG_SETMASK, s->sigmask ? s->sigmask : &empty, NULL) < 0)
 		child_fail(efd, errno, "setting the signal mask: %m");
@@ -248,12 +250,19 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go,
 	if (chdir(cwd) < 0 && chdir("/") < 0)
 		child_fail(efd, errno, "changing to /: %m");
 
+	/* Only what it passes on reaches a pid namespace's init from inside:
+	 * a signal it has a handler for is delivered. So no other handler
+	 * (a sanitizer's SIGSEGV handler in a test build, say) may be left for
+	 * the command to trigger; with the default, the kernel drops them. */
+	for (int sig = 1; sig < SIGRTMIN && sig < (int)ELEMENTSOF(before); sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &before[sig]) == 0)
+			(void)signal(sig, SIG_DFL);
 	/* Caught before the command exists, so none sent meanwhile is lost. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	for (size_t i = 0; i < ELEMENTSOF(passed_on); i++) {
 		sigaddset(&set, passed_on[i]);
-		if (sigaction(passed_on[i], &sa, &passed_on_before[i]) < 0)
+		if (sigaction(passed_on[i], &sa, NULL) < 0)
 			child_fail(efd, errno, "catching signal %d: %m", passed_on[i]);
 	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
