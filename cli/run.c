@@ -185,9 +185,11 @@ static void run_usage(FILE *f)
 	      "\n"
 	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed,\n"
 	      "126/127 if CMD could not be executed. SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed\n"
-	      "to CMD; SIGHUP sent by a process reloads --policy (a terminal hangup is passed on).\n"
-	      "When stdin is a terminal, CMD gets a pty of its own. Hosts whose rules name methods,\n"
-	      "paths or a credential are inspected: the sandbox trusts a CA of its own.\n",
+	      "to CMD (a second SIGINT or SIGTERM ends the sandbox); SIGHUP sent by a process\n"
+	      "reloads --policy (a terminal hangup is passed on). When one of fds 0-2 is a\n"
+	      "terminal, CMD gets a pty of its own. Hosts whose rules name methods, paths or a\n"
+	      "credential are inspected: the sandbox trusts a CA of its own. docs/sandbox.md\n"
+	      "says what the sandbox isolates and how to get each convenience back safely.\n",
 	      f);
 }
 
