@@ -187,6 +187,7 @@ echo "# run: gateway $gw, sandbox $peer"
 out=$(nsenter -t "$sb_pid" -n curl -s -m 5 -o /dev/null -w '%{http_code}' \
 	-x "http://$gw:3128" http://allowed.test/)
 check "run: the sandbox itself is served by its gateway" 200 "$out"
+[ "$out" = 200 ] || sed 's/^/# audit: /' "$T/run.log"
 out=$(nsenter -t "$sb_pid" -n "$PY" "$T/dnsq.py" "$gw" udp)
 check "run: ... and answered by its DNS" answered "$out"
 o0=$(origin_requests)
