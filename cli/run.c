@@ -350,7 +350,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 		for (size_t k = 0; r->env_drop[k]; k++)
 			if (strlen(r->env_drop[k]) == n && !strncmp(r->env_drop[k], r->args.env[i], n)) {
 				snprintf(err, sizeof(err),
-					 "--env %s: the policy reads secret from that variable; it "
+					 "--env %s: the policy reads a secret from that variable; it "
 					 "never reaches the sandbox",
 					 r->args.env[i]);
 				ret = -EPERM;

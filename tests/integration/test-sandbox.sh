@@ -279,6 +279,16 @@ check_has "--env NAME passes NAME" "FOO=foo-value" "$out"
 check_has "--env NAME=VALUE sets it" "BAR=bar-value" "$out"
 check_has "LC_* passes" "LC_ALL=C.UTF-8" "$out"
 check_has "the proxy is set" "HTTPS_PROXY=http://" "$out"
+printf 'version: 1\nsecrets:\n  k: { env: SLT_SECRET }\nallow:\n  - host: a.test\n    inject: { header: x-api-key, secret: k }\n' \
+	>"$T/etc/envsecret.yaml"
+chmod 644 "$T/etc/envsecret.yaml"
+out=$(SLT_SECRET=sk-slt-secret-value-4242 sandbox --policy "$T/etc/envsecret.yaml" --env SLT_SECRET \
+	-- env 2>&1)
+rc=$?
+check "--env naming the variable a policy secret is read from stops run (125)" 125 "$rc"
+check_has "... saying why" "--env SLT_SECRET" "$out"
+if grep -q "sk-slt-secret-value-4242" <<<"$out"; then notok "... and the secret was printed"; else
+	ok "... and the secret reached nothing"; fi
 out=$(sandbox --env HTTPS_PROXY=http://203.0.113.99:80 -- true 2>&1)
 check_has "--env cannot replace the proxy variables" "proxy" "$out"
 
