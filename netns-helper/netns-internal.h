@@ -14,3 +14,8 @@ int sl_netns_cgroup_join(const struct sl_netns_cgroup *cg, char *err, size_t err
  * /sys are mounted anew for those). */
 int sl_netns_fs_setup(const struct sl_netns_fs *fs, const struct sl_netns_user *u,
 		      struct in_addr gateway, char *err, size_t errlen);
+
+/* Load the command's system-call filter (seccomp.c) into the calling
+ * process, which must have no_new_privs set; it is inherited by everything
+ * the command forks and cannot be removed. */
+int sl_netns_seccomp_command(char *err, size_t errlen);

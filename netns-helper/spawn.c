@@ -167,12 +167,18 @@ static void own_terminal(int efd, int pty)
 static _Noreturn void command_main(const struct sl_netns_spawn *s, int efd, int go)
 {
 	struct child_error ready = {0};
+	char err[400], b = 0;
 	sigset_t empty;
 	ssize_t n;
-	char b = 0;
+	int r;
 
 	own_terminal(efd, s->pty);
 	drop_privs(efd, &s->user, 1, -1);
+	/* After no_new_privs (drop_privs sets it): then no privilege is needed
+	 * to load it, and nothing the command runs can shed it. */
+	r = sl_netns_seccomp_command(err, sizeof(err));
+	if (r < 0)
+		child_fail(efd, -r, "%s", err);
 	close_inherited(efd);
 	for (int sig = 1; sig < SIGRTMIN && sig < (int)ELEMENTSOF(before); sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)

@@ -13,7 +13,7 @@ set -euo pipefail
 build_pkgs=(
 	gcc libc6-dev meson ninja-build pkg-config
 	libyaml-dev libidn2-dev libuv1-dev libc-ares-dev libssl-dev
-	libnftnl-dev libmnl-dev node-llhttp
+	libnftnl-dev libmnl-dev libseccomp-dev node-llhttp
 )
 # The live demo builds a small world of network namespaces.
 demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux openssl ca-certificates)

@@ -140,6 +140,31 @@ wait $spid
 for _ in $(seq 40); do [ "$(marked)" = 0 ] && break; sleep 0.05; done
 check "no process the command forked outlives it" 0 "$(marked)"
 
+# The kernel's surface an agent has no use for: refused with EPERM by the
+# command's seccomp filter, while threads and child processes (clone3
+# answers ENOSYS, and libc falls back to clone) work as ever.
+cat >"$T/kernel.py" <<'PY'
+import ctypes, os, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *a):
+    r = libc.syscall(nr, *a)
+    print(name, "ok" if r >= 0 else os.strerror(ctypes.get_errno()))
+call("add_key", 248, b"user", b"slt", b"value", 5, -3)   # KEY_SPEC_USER_KEYRING
+call("keyctl", 250, 0, -3, 0)                            # KEYCTL_GET_KEYRING_ID
+call("io_uring_setup", 425, 8, ctypes.create_string_buffer(120))
+call("userfaultfd", 323, 0)
+call("bpf", 321, 0, None, 0)
+call("unshare-user", 272, 0x10000000)                    # CLONE_NEWUSER
+t = threading.Thread(target=lambda: print("thread ran")); t.start(); t.join()
+print(subprocess.run(["sh", "-c", "echo child ran"], capture_output=True, text=True).stdout.strip())
+PY
+out=$(sandbox --ro "$T" -- "$PY" "$T/kernel.py" 2>&1)
+for c in add_key keyctl io_uring_setup userfaultfd bpf unshare-user; do
+	check_has "$c is refused inside" "$c Operation not permitted" "$out"
+done
+check_has "threads still start" "thread ran" "$out"
+check_has "child processes still start" "child ran" "$out"
+
 # System V IPC: the host's objects are out of sight, and what the command
 # makes does not outlive it (a later sandbox may get its uid).
 hostshm=$(ipcmk -M 4096 2>/dev/null | grep -o '[0-9]*$')

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The command's system-call filter (netns-internal.h).
+ *
+ * The sandbox's boundary is namespaces, a uid of its own and no
+ * capabilities; what is left is the kernel's own surface, which an
+ * unprivileged process can still reach. This filter takes away the parts
+ * that a sandboxed agent has no use for and that have carried privilege
+ * escalations, as Docker's default profile does:
+ *  - new user namespaces (unshare, clone with CLONE_NEWUSER; clone3, whose
+ *    flags a filter cannot see, answers ENOSYS, so libc falls back to
+ *    clone): root in a namespace of its own reaches code paths (nftables,
+ *    mounts, network drivers) that only root should;
+ *  - keyrings (keyctl, add_key, request_key), which are not namespaced and
+ *    outlive the sandbox under its uid;
+ *  - bpf, userfaultfd, perf_event_open, io_uring;
+ *  - TIOCSTI and TIOCLINUX on any terminal: typing into a terminal, even
+ *    the sandbox's own pty, is never what an agent needs.
+ * Everything else is allowed: the agent is arbitrary code, and an allowlist
+ * would break it. A refused call fails with EPERM (ENOSYS for clone3), so
+ * programs see an ordinary error, not a kill.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "netns-internal.h"
+#include "util.h"
+
+struct deny {
+	const char *name;
+	int error;
+};
+
+static const struct deny denied[] = {
+    {"keyctl", EPERM},		 {"add_key", EPERM},	     {"request_key", EPERM},
+    {"bpf", EPERM},		 {"userfaultfd", EPERM},     {"perf_event_open", EPERM},
+    {"io_uring_setup", EPERM},	 {"io_uring_enter", EPERM},  {"io_uring_register", EPERM},
+    {"clone3", ENOSYS},
+};
+
+static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+		int nr = seccomp_syscall_resolve_name(denied[i].name);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(denied[i].error), nr, 0);
+		if (r < 0)
+			return sl_err(err, errlen, r, "seccomp: denying %s: %s", denied[i].name,
+				      strerror(-r));
+	}
+	/* The flags are the first argument of unshare, and of clone on every
+	 * architecture this runs on (x86, arm). */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (r < 0)
+		return sl_err(err, errlen, r, "seccomp: denying new user namespaces: %s",
+			      strerror(-r));
+	/* The request is an int: compare its low 32 bits only. */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+			     SCMP_A1_32(SCMP_CMP_EQ, TIOCSTI));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1_32(SCMP_CMP_EQ, TIOCLINUX));
+	if (r < 0)
+		return sl_err(err, errlen, r, "seccomp: denying TIOCSTI and TIOCLINUX: %s",
+			      strerror(-r));
+	return 0;
+}
+
+int sl_netns_seccomp_command(char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r;
+
+	if (!ctx)
+		return sl_err(err, errlen, -ENOMEM, "seccomp: out of memory");
+	/* The same rules for the 32-bit system calls of an x86_64 machine: a
+	 * filter for the native calls alone would leave int 0x80 open. */
+	if (seccomp_arch_native() == SCMP_ARCH_X86_64) {
+		r = seccomp_arch_add(ctx, SCMP_ARCH_X86);
+		if (r == 0 || r == -EEXIST)
+			r = seccomp_arch_add(ctx, SCMP_ARCH_X32);
+		if (r < 0 && r != -EEXIST) {
+			seccomp_release(ctx);
+			return sl_err(err, errlen, r, "seccomp: adding the 32-bit ABIs: %s",
+				      strerror(-r));
+		}
+	}
+	r = add_rules(ctx, err, errlen);
+	if (r == 0) {
+		r = seccomp_load(ctx);
+		if (r < 0)
+			sl_err(err, errlen, r, "seccomp: loading the filter: %s", strerror(-r));
+	}
+	seccomp_release(ctx);
+	return r;
+}
