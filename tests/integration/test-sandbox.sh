@@ -240,6 +240,22 @@ except OSError as e:
 check_has "a host socket under /run is not reachable" "refused:" "$out"
 check "the host socket's listener saw only the outside connection" 1 \
 	"$(grep -c connected "$T/sock.log" 2>/dev/null || echo 0)"
+# sluice started from a directory the view covers (here the socket's own,
+# under /run): the command's working directory must not be a handle on the
+# host's. A relative connect would otherwise reach the socket.
+# (nsenter --mount starts at /: change directory after it.)
+out=$(world_host sh -c 'cd "$1" && shift && exec "$@"' sh "$sockdir" "$SLUICE" run -- "$PY" -c '
+import os, socket
+print("cwd", os.getcwd())
+try:
+    socket.socket(socket.AF_UNIX).connect("host.sock"); print("connected")
+except OSError as e:
+    print("refused:", e.strerror)' 2>&1)
+check "started under /run, the command starts at / (the place is not in its view)" "cwd /" \
+	"$(grep '^cwd ' <<<"$out")"
+check_has "... and a relative connect to the host's socket fails" "refused:" "$out"
+check "... and the listener still saw only the outside connection" 1 \
+	"$(grep -c connected "$T/sock.log" 2>/dev/null || echo 0)"
 check "/dev holds no host socket (no /dev/log)" "1" \
 	"$(sandbox -- sh -c 'test -e /dev/log; echo $?' | tail -n 1)"
 
