@@ -225,6 +225,33 @@ static void test_run_args_view_refused(void **state)
 	many[n++] = "true";
 	many[n] = NULL;
 	expect_refused_any(many, "at most");
+
+	/* --trust and --env have limits of their own. */
+	n = 1;
+	for (int i = 0; i <= SL_NETNS_MAX_TRUST; i++) {
+		many[n++] = "--trust";
+		many[n++] = "ca.pem";
+	}
+	many[n++] = "--";
+	many[n++] = "true";
+	many[n] = NULL;
+	expect_refused_any(many, "--trust ca.pem: at most");
+}
+
+static void test_run_args_env_limit(void **state)
+{
+	char *v[2 * SL_NETNS_MAX_ENV + 8] = {"run"};
+	int n = 1;
+
+	(void)state;
+	for (int i = 0; i <= SL_NETNS_MAX_ENV; i++) {
+		v[n++] = "--env";
+		v[n++] = "A=1";
+	}
+	v[n++] = "--";
+	v[n++] = "true";
+	v[n] = NULL;
+	expect_refused_any(v, "--env A=1: at most");
 }
 
 static void test_bind_refused(void **state)
@@ -685,6 +712,7 @@ int main(void)
 	    cmocka_unit_test(test_run_args_refused),
 	    cmocka_unit_test(test_run_args_view),
 	    cmocka_unit_test(test_run_args_view_refused),
+	    cmocka_unit_test(test_run_args_env_limit),
 	    cmocka_unit_test(test_bind_refused),
 	    cmocka_unit_test(test_user),
 	    cmocka_unit_test(test_uid_range_free),
