@@ -121,28 +121,6 @@ static int write_file(const char *path, const char *s, size_t len, mode_t mode)
 	return 0;
 }
 
-/* mkdir -p, for places on the fresh tmpfs (the read-only rest refuses). */
-static int mkdir_parents(const char *path, mode_t mode, bool last)
-{
-	char buf[4096];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (last && mkdir(buf, mode) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
-}
-
 /* A place to mount a file or a directory on: made if missing. */
 static int make_mountpoint(const char *path, bool dir)
 {
@@ -153,7 +131,7 @@ static int make_mountpoint(const char *path, bool dir)
 		return 0;
 	if (errno != ENOENT)
 		return negative_errno();
-	r = mkdir_parents(path, 0755, dir);
+	r = sl_mkdir_parents(path, 0755, dir);
 	if (r < 0 || dir)
 		return r;
 	r = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -394,7 +372,7 @@ static int resolv_conf(struct in_addr gateway, char *err, size_t errlen)
 			return 0;
 		snprintf(target, sizeof(target), "%s",
 			 target[0] == '/' ? target : target + 2 /* "../run/x" from /etc */);
-		r = mkdir_parents(target, 0755, false);
+		r = sl_mkdir_parents(target, 0755, false);
 		if (r == 0)
 			r = write_file(target, content, strlen(content), 0644);
 		if (r < 0)
@@ -536,7 +514,7 @@ static int make_home(const struct sl_netns_fs *fs, const struct sl_netns_user *u
 
 	if (!fs->home || lstat(fs->home, &st) == 0)
 		return 0;
-	r = mkdir_parents(fs->home, 0755, false);
+	r = sl_mkdir_parents(fs->home, 0755, false);
 	if (r == 0 && mkdir(fs->home, 0700) < 0)
 		r = negative_errno();
 	if (r == 0 && (chown(fs->home, u->uid, u->gid) < 0 || chmod(fs->home, 0700) < 0))

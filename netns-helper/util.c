@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,21 +26,28 @@ int sl_write_file(const char *path, const char *s)
 	return 0;
 }
 
-int sl_mkdir_p(const char *path)
+int sl_mkdir_parents(const char *path, mode_t mode, bool last)
 {
-	char buf[256];
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
 
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+	if (len >= sizeof(buf))
 		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
 			return negative_errno();
 		*p = '/';
 	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+	if (last && mkdir(buf, mode) < 0 && errno != EEXIST)
 		return negative_errno();
 	return 0;
+}
+
+int sl_mkdir_p(const char *path)
+{
+	return sl_mkdir_parents(path, 0755, true);
 }
