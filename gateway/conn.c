@@ -204,6 +204,8 @@ const char *conn_status_text(int status)
 		return "Request Timeout";
 	case 421:
 		return "Misdirected Request";
+	case 429:
+		return "Too Many Requests";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 501:
@@ -612,8 +614,12 @@ static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host,
 			 status == -ENOENT	? "no such name"
 			 : status == -ETIMEDOUT ? "timed out"
+			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
 						: "resolver error");
-		conn_respond_error(c, 502, "resolve-failed", msg);
+		if (status == -EDQUOT)
+			conn_respond_error(c, 429, "dns-budget", msg);
+		else
+			conn_respond_error(c, 502, "resolve-failed", msg);
 		return;
 	}
 	connect_first_permitted(c, addrs);

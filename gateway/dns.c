@@ -326,6 +326,21 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 	int rcode = SL_DNS_RCODE_NOERROR, sent;
 
 	dq->req = NULL;
+	if (status == -EDQUOT) {
+		/* The wildcard's budget of new names is spent (dns-gate.c,
+		 * which audited it once for the window: not per query, or
+		 * the names kept from upstream would flood the log).
+		 * REFUSED, not NXDOMAIN: the name may well exist, and a
+		 * stub that cached "no such name" would miss it after the
+		 * minute is over; REFUSED reads "try again later". */
+		query_unlink(dq);
+		(void)reply(d, dq->tcp, (const struct sockaddr *)&dq->peer, &dq->q,
+			    SL_DNS_RCODE_REFUSED, NULL, 0, 0);
+		if (dq->tcp)
+			tcp_resume(dq->tcp);
+		query_free(dq);
+		return;
+	}
 	if (status == -ENOENT) {
 		/* Upstream has no address for the name (c-ares folds "no
 		 * such name" and "no A or AAAA" together): NXDOMAIN lets
@@ -395,6 +410,7 @@ static void handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct 
 {
 	uint64_t wall = sl_audit_now_ms(), now = uv_now(d->gw->loop);
 	const struct sl_policy *p = d->gw->policy->p;
+	const struct sl_rule *wild;
 	struct dns_query *dq;
 	struct sl_dns_query q;
 	char rule[96] = "";
@@ -428,10 +444,23 @@ static void handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct 
 		audit(d, client, &q, wall, now, r, false, reason, rule[0] ? rule : NULL);
 		return;
 	}
+	wild = sl_policy_name_wildcard(p, q.qname, q.qname_len);
+	if (wild && wild->exact_dns) {
+		/* The rule keeps its names out of the sandbox's DNS: they
+		 * are reached through the proxy, which resolves them under
+		 * the budget. NXDOMAIN, as for a name no rule allows. */
+		r = reply(d, c, peer, &q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
+		audit(d, client, &q, wall, now, r, false, "exact-dns",
+		      sl_rule_id(wild, rule, sizeof(rule)));
+		return;
+	}
 	if (q.qtype != SL_DNS_TYPE_A && q.qtype != SL_DNS_TYPE_AAAA) {
 		/* HTTPS, SVCB, TXT, MX, ANY...: the name exists, but we hold
 		 * only addresses, and forwarding the question would let
-		 * answers we never checked into the sandbox. NODATA. */
+		 * answers we never checked into the sandbox. NODATA. For
+		 * HTTPS and SVCB (RFC 9460) this also means the sandbox is
+		 * never handed an ECH configuration: a ClientHello that
+		 * hides its real SNI could not be decided by the capture. */
 		r = reply(d, c, peer, &q, SL_DNS_RCODE_NOERROR, NULL, 0, 0);
 		audit(d, client, &q, wall, now, r, true, "allowed", NULL);
 		return;

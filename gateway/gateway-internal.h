@@ -34,6 +34,7 @@ struct sl_gw {
 	size_t n_local;
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
+	struct sl_dns_budget *budget; /* dns-gate.c: new names per wildcard */
 	/* Peers that are not the sandbox, audited at most REFUSED_PER_SECOND
 	 * a second (the rest counted, and the count audited): a flood of
 	 * them must not fill the log either. */
@@ -55,6 +56,14 @@ void sl_gw_maybe_free(struct sl_gw *gw);
 void sl_gw_dns_close(struct sl_gw *gw);
 bool sl_gw_dns_open(const struct sl_gw *gw);
 void sl_gw_dns_free(struct sl_gw *gw);
+
+/* dns-gate.c: the DNS budget, and the resolver's gate that spends it. */
+int sl_gw_budget_init(struct sl_gw *gw);
+/* Why a name was not resolved (-EDQUOT), short enough for the messages
+ * that name the host. */
+#define SL_GW_DNS_BUDGET_WHY "too many new names under this wildcard this minute (DNS budget)"
+
+void sl_gw_budget_free(struct sl_gw *gw);
 
 /* inspect.c: close the idle upstream connections; whether any upstream
  * connection is still allocated; free the TLS state once none is. */

@@ -196,7 +196,10 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		return -ENOMEM;
 	}
 	r = load_local_addresses(gw);
+	if (r >= 0)
+		r = sl_gw_budget_init(gw);
 	if (r < 0) {
+		free(gw->local);
 		sl_gw_policy_unref(gw->policy);
 		free(gw);
 		return r;
@@ -321,6 +324,7 @@ void sl_gw_maybe_free(struct sl_gw *gw)
 		audit_refused_suppressed(gw, "connect");
 	sl_gw_dns_free(gw);
 	sl_gw_tls_free(gw);
+	sl_gw_budget_free(gw);
 	sl_gw_policy_unref(gw->policy);
 	free(gw->local);
 	free(gw);

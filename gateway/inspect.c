@@ -1087,8 +1087,12 @@ static void up_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", up->host,
 			 status == -ENOENT	? "no such name"
 			 : status == -ETIMEDOUT ? "timed out"
+			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
 						: "resolver error");
-		up_fail(up, 502, "resolve-failed", why);
+		if (status == -EDQUOT)
+			up_fail(up, 429, "dns-budget", why);
+		else
+			up_fail(up, 502, "resolve-failed", why);
 		return;
 	}
 	up_connect(up, addrs);

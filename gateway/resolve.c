@@ -44,6 +44,8 @@ struct sl_gw_resolver {
 	uv_timer_t timer;
 	struct poller *pollers;
 	struct cache_entry cache[CACHE_SIZE];
+	sl_gw_resolve_gate gate; /* asked before a name goes upstream */
+	void *gate_data;
 };
 
 static struct poller *poller_find(struct sl_gw_resolver *r, ares_socket_t fd)
@@ -140,9 +142,15 @@ int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolv
 	opts.lookups = (char *)"b";
 	opts.timeout = 2000;
 	opts.tries = 2;
+	/* Every name we resolve is absolute. Without NOSEARCH c-ares also
+	 * tries the host's search domains (resolv.conf's `search`,
+	 * LOCALDOMAIN), so a name the agent chose would reach the host's
+	 * resolver as NAME.<search-domain>: a query we never decided, to a
+	 * zone the policy never named. */
+	opts.flags = ARES_FLAG_NOSEARCH;
 	k = ares_init_options(&r->channel, &opts,
 			      ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS | ARES_OPT_TIMEOUTMS |
-				      ARES_OPT_TRIES);
+				      ARES_OPT_TRIES | ARES_OPT_FLAGS);
 	if (k != ARES_SUCCESS) {
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(k));
 		free(r);
@@ -263,14 +271,25 @@ static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinf
 	free(q);
 }
 
+void sl_gw_resolver_set_gate(struct sl_gw_resolver *r, sl_gw_resolve_gate gate, void *data)
+{
+	r->gate = gate;
+	r->gate_data = data;
+}
+
 int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
 		  struct sl_gw_resolve_req **ret_req)
 {
 	struct ares_addrinfo_hints hints = { .ai_family = AF_UNSPEC };
 	struct sl_gw_resolve_req *q;
 	struct cache_entry *c;
+	char absolute[sizeof(q->name) + 1];
+	size_t len = strlen(name);
+	int k;
 
-	if (strlen(name) >= sizeof(q->name))
+	/* The name is in normal form: no trailing dot, so one more makes it
+	 * absolute (a second guard besides ARES_FLAG_NOSEARCH). */
+	if (len == 0 || len >= sizeof(q->name) || name[len - 1] == '.')
 		return -EINVAL;
 	q = calloc(1, sizeof(*q));
 	if (!q)
@@ -284,10 +303,16 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 	if (c) {
 		q->addrs = c->addrs;
 		defer(q);
+	} else if (r->gate && (k = r->gate(r->gate_data, name)) < 0) {
+		/* Not asked upstream: the caller hears why, like any
+		 * failure, on the next loop turn. */
+		q->status = k;
+		defer(q);
 	} else {
 		hints.ai_flags = ARES_AI_NOSORT;
+		snprintf(absolute, sizeof(absolute), "%s.", name);
 		q->in_call = true;
-		ares_getaddrinfo(r->channel, name, NULL, &hints, addrinfo_cb, q);
+		ares_getaddrinfo(r->channel, absolute, NULL, &hints, addrinfo_cb, q);
 		q->in_call = false;
 	}
 	*ret_req = q;

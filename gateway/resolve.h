@@ -25,7 +25,8 @@ struct sl_gw_resolver;
 struct sl_gw_resolve_req;
 
 /* status: 0, or a negative errno: -ENOENT for a name that does not exist,
- * -ETIMEDOUT, -EIO for other failures. addrs is valid during the call. */
+ * -ETIMEDOUT, -EIO for other failures, or what the gate returned (-EDQUOT:
+ * the DNS budget is spent). addrs is valid during the call. */
 typedef void (*sl_gw_resolve_cb)(void *data, int status, const struct sl_gw_addrs *addrs);
 
 /*
@@ -35,11 +36,23 @@ typedef void (*sl_gw_resolve_cb)(void *data, int status, const struct sl_gw_addr
 int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolver **ret,
 		       char *err, size_t errlen);
 
-/* Resolve name (A and AAAA). The callback runs later, on the loop, never
+/* Resolve name (A and AAAA), a name in normal form (no trailing dot),
+ * always as an absolute name: never with the host's search domains. The
+ * callback runs later, on the loop, never
  * from inside this call. *ret_req may be passed to sl_gw_resolve_cancel()
  * until the callback has run. */
 int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
 		  struct sl_gw_resolve_req **ret_req);
+
+/*
+ * The gate: asked with the name (normal form) each time a lookup would go
+ * upstream, that is after the cache missed, and only then. A negative
+ * errno keeps the name from the upstream resolver; the lookup's callback
+ * gets that status. The gateway's gate is the DNS budget (dns-budget.h):
+ * the one place every name the sandbox chose passes before it leaves.
+ */
+typedef int (*sl_gw_resolve_gate)(void *data, const char *name);
+void sl_gw_resolver_set_gate(struct sl_gw_resolver *r, sl_gw_resolve_gate gate, void *data);
 
 /* The callback will not run. */
 void sl_gw_resolve_cancel(struct sl_gw_resolve_req *req);

@@ -520,3 +520,30 @@ const char *sl_rule_id(const struct sl_rule *r, char *buf, size_t size)
 			 r->index);
 	return buf;
 }
+
+const struct sl_rule *sl_policy_name_wildcard(const struct sl_policy *p, const char *host,
+					      size_t len)
+{
+	const struct index_entry *cand[MAX_CANDIDATES];
+	char norm[SL_HOST_BUF];
+	enum sl_host_kind kind;
+	size_t n_cand, i, j;
+
+	if (sl_host_normalize(host, len, norm, &kind, NULL) < 0 || kind != SL_HOST_NAME)
+		return NULL;
+	/* The exact entry comes first, then the suffixes, longest first. */
+	n_cand = gather_candidates(p, norm, kind, cand);
+	for (i = 0; i < n_cand; i++)
+		for (j = 0; j < cand[i]->n_rules; j++) {
+			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
+
+			if (r->kind == SL_RULE_ALLOW)
+				return cand[i]->wildcard ? r : NULL;
+		}
+	return NULL;
+}
+
+unsigned sl_policy_dns_new_names(const struct sl_policy *p)
+{
+	return p->dns_new_names ? p->dns_new_names : SL_POLICY_DNS_NEW_NAMES_DEFAULT;
+}

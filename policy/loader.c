@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <yaml.h>
 
+#include "dns-policy.h"
 #include "macro.h"
 #include "policy-internal.h"
 #include "policy.h"
@@ -495,12 +496,12 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		      const yaml_node_t *map)
 {
 	static const char *const allow_keys[] = { "host",  "ports", "methods", "paths",
-						  "inject", "name", NULL };
+						  "inject", "name", "exact_dns", NULL };
 	static const char *const deny_keys[] = { "host", "ports", "methods", "paths", "name",
 						 "inject", NULL };
-	enum { K_HOST, K_PORTS, K_METHODS, K_PATHS, K_INJECT_OR_NAME, K_NAME_OR_INJECT };
+	enum { K_HOST, K_PORTS, K_METHODS, K_PATHS, K_INJECT_OR_NAME, K_NAME_OR_INJECT, K_EXACT_DNS };
 	const char *what = kind == SL_RULE_ALLOW ? "an allow rule" : "a deny rule";
-	yaml_node_t *v[6], *host_n, *name_n, *inject_n;
+	yaml_node_t *v[7] = { 0 }, *host_n, *name_n, *inject_n;
 	struct sl_rule r = { 0 }, **arr, *grown;
 	size_t *n, *cap, len;
 	const char *s, *why = NULL;
@@ -569,6 +570,8 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 			ok &= load_inject(l, &r, inject_n);
 	}
 	r.inspect = r.methods || r.paths || r.has_inject;
+	if (v[K_EXACT_DNS])
+		ok &= sl_policy_load_exact_dns(&l->y, &r, v[K_EXACT_DNS]);
 
 	if (ok && r.host_kind != SL_HOST_NAME && r.has_inject) {
 		/* TLS to an IP literal has no name to verify the certificate
@@ -722,10 +725,10 @@ static void load_private(struct loader *l, const yaml_node_t *n)
 static void load_document(struct loader *l, const char *buf, size_t len)
 {
 	static const char *const keys[] = { "version", "secrets", "allow", "deny",
-					    "private_addresses", NULL };
-	enum { K_VERSION, K_SECRETS, K_ALLOW, K_DENY, K_PRIVATE };
+					    "private_addresses", "dns", NULL };
+	enum { K_VERSION, K_SECRETS, K_ALLOW, K_DENY, K_PRIVATE, K_DNS };
 	yaml_parser_t parser;
-	yaml_node_t *root, *v[5];
+	yaml_node_t *root, *v[6];
 
 	if (!yaml_parser_initialize(&parser)) {
 		l->y.oom = true;
@@ -772,6 +775,8 @@ static void load_document(struct loader *l, const char *buf, size_t len)
 		load_rules(l, SL_RULE_DENY, v[K_DENY]);
 	if (v[K_PRIVATE])
 		load_private(l, v[K_PRIVATE]);
+	if (v[K_DNS])
+		sl_policy_load_dns(&l->y, l->p, v[K_DNS]);
 }
 
 static void free_rules(struct sl_rule *rules, size_t n)

@@ -90,6 +90,9 @@ struct sl_rule {
 	/* The rule cannot be decided from host and port alone: it names
 	 * methods, paths or a credential, so its traffic must be inspected. */
 	bool inspect;
+	/* `exact_dns: true` (wildcard allow rules only): the sandbox's DNS
+	 * server answers no name under it (docs/policy.md, "dns"). */
+	bool exact_dns;
 };
 
 struct sl_cidr {
@@ -112,6 +115,9 @@ struct sl_policy {
 	struct sl_cidr *private_allow;
 	size_t n_private_allow;
 	struct sl_policy_index *index;
+	/* dns: new_names_per_minute; 0 when the policy does not say (then
+	 * sl_policy_dns_new_names() gives the default). */
+	unsigned dns_new_names;
 };
 
 /* Errors found while loading, each "file:line:col: message". */
@@ -204,6 +210,21 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
  * methods and paths takes. IP literals and invalid names are never allowed.
  */
 bool sl_policy_name_allowed(const struct sl_policy *p, const char *host, size_t len);
+
+/*
+ * The wildcard allow rule whose DNS budget a lookup of this name spends:
+ * NULL when an allow rule names the host exactly (the policy chose the
+ * name, not the agent) or no allow rule matches it; otherwise the allow
+ * rule of the longest matching suffix (the first such in the file).
+ */
+const struct sl_rule *sl_policy_name_wildcard(const struct sl_policy *p, const char *host,
+					      size_t len);
+
+/* Distinct new names under one wildcard rule the gateway may send to the
+ * upstream resolver in any minute (`dns: new_names_per_minute`). */
+#define SL_POLICY_DNS_NEW_NAMES_DEFAULT 60
+#define SL_POLICY_DNS_NEW_NAMES_MAX 10000
+unsigned sl_policy_dns_new_names(const struct sl_policy *p);
 
 /*
  * Say why, in one line of printable ASCII that names the host, the port and
