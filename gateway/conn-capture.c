@@ -22,11 +22,30 @@
  * address itself, which only an address rule can allow. */
 void conn_decide_by_address(struct conn *c)
 {
-	char name[SL_HOST_BUF];
+	char names[SL_DNS_MAP_NAMES][SL_DNS_NAME_BUF];
+	int n, i;
 
 	c->tunnel = true;
-	if (sl_gw_dns_name_for(c->gw, (const struct sockaddr *)&c->orig, name, sizeof(name)) == 0) {
-		conn_decide_and_go(c, name, strlen(name), NULL, 0);
+	/* Every name the sandbox was given this address for is a name it
+	 * may have meant (a CDN serves several from one address): the
+	 * connection goes if one of them allows it, and that name decides
+	 * (and is the audit's host). Taking only the name answered last
+	 * would make the verdict depend on what else the sandbox happened
+	 * to resolve meanwhile. None allows it: the most recent is named. */
+	n = sl_gw_dns_names_for(c->gw, (const struct sockaddr *)&c->orig, names, SL_DNS_MAP_NAMES);
+	for (i = 0; i < n; i++) {
+		struct sl_request q = { .host = names[i], .host_len = strlen(names[i]),
+					.port = c->port };
+		struct sl_decision dec;
+
+		sl_policy_decide(c->pol->p, &q, &dec);
+		if (dec.verdict == SL_VERDICT_ALLOW) {
+			conn_decide_and_go(c, names[i], strlen(names[i]), NULL, 0);
+			return;
+		}
+	}
+	if (n > 0) {
+		conn_decide_and_go(c, names[0], strlen(names[0]), NULL, 0);
 		return;
 	}
 	conn_decide_and_go(c, c->orig_str, strlen(c->orig_str), NULL, 0);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -14,11 +15,15 @@
 #include "dns-map.h"
 #include "dns-wire.h"
 
+struct map_name {
+	char *name; /* NULL: unused */
+	uint64_t expires_ms;
+};
+
 struct map_entry {
 	int family;
 	uint8_t addr[16];
-	char name[SL_DNS_NAME_BUF];
-	uint64_t expires_ms;
+	struct map_name names[SL_DNS_MAP_NAMES]; /* the most recent first */
 	struct map_entry *hnext;         /* hash chain */
 	struct map_entry *older, *newer; /* answer order */
 };
@@ -112,9 +117,13 @@ static void map_remove(struct sl_dns_map *m, struct map_entry *e)
 {
 	struct map_entry **p = map_slot(m, e->family, e->addr);
 
+	size_t i;
+
 	*p = e->hnext;
 	age_unlink(m, e);
 	m->n--;
+	for (i = 0; i < SL_DNS_MAP_NAMES; i++)
+		free(e->names[i].name);
 	free(e);
 }
 
@@ -122,18 +131,34 @@ int sl_dns_map_put(struct sl_dns_map *m, int family, const uint8_t *addr, const 
 		   uint64_t expires_ms)
 {
 	struct map_entry **p, *e;
-	size_t len = strlen(name);
+	struct map_name got = { NULL, expires_ms };
+	size_t len = strlen(name), i;
 
 	if ((family != AF_INET && family != AF_INET6) || len >= SL_DNS_NAME_BUF)
 		return -EINVAL;
 	p = map_slot(m, family, addr);
+	/* Every name this address was answered for is kept (a CDN serves
+	 * several allowed names from one address, and which one a client
+	 * meant when it connected is not for us to guess), up to
+	 * SL_DNS_MAP_NAMES: the one answered longest ago goes first. */
+	if (*p)
+		for (i = 0; i < SL_DNS_MAP_NAMES && (*p)->names[i].name; i++)
+			if (!strcmp((*p)->names[i].name, name)) {
+				got.name = (*p)->names[i].name;
+				(*p)->names[i].name = NULL;
+				break;
+			}
+	if (!got.name && !(got.name = strdup(name)))
+		return -ENOMEM;
 	e = *p;
 	if (e) {
 		age_unlink(m, e);
 	} else {
 		e = calloc(1, sizeof(*e));
-		if (!e)
+		if (!e) {
+			free(got.name);
 			return -ENOMEM;
+		}
 		if (m->n >= m->max) {
 			/* Oldest out: the address answered longest ago. */
 			map_remove(m, m->oldest);
@@ -144,8 +169,13 @@ int sl_dns_map_put(struct sl_dns_map *m, int family, const uint8_t *addr, const 
 		*p = e;
 		m->n++;
 	}
-	memcpy(e->name, name, len + 1);
-	e->expires_ms = expires_ms;
+	/* Close the gap the renewed name left (or drop the oldest), and put
+	 * this one first. */
+	for (i = 0; i < SL_DNS_MAP_NAMES - 1 && e->names[i].name; i++)
+		;
+	free(e->names[i].name);
+	memmove(&e->names[1], &e->names[0], i * sizeof(e->names[0]));
+	e->names[0] = got;
 	age_push(m, e);
 	return 0;
 }
@@ -153,19 +183,34 @@ int sl_dns_map_put(struct sl_dns_map *m, int family, const uint8_t *addr, const 
 int sl_dns_map_get(const struct sl_dns_map *m, int family, const uint8_t *addr, uint64_t now_ms,
 		   char *name, size_t size)
 {
-	const struct map_entry *e;
+	char all[SL_DNS_MAP_NAMES][SL_DNS_NAME_BUF];
+	int n = sl_dns_map_get_all(m, family, addr, now_ms, all, 1);
 	size_t len;
+
+	if (n < 0)
+		return n;
+	if (n == 0)
+		return -ENOENT;
+	len = strlen(all[0]);
+	if (len >= size)
+		return -ENOBUFS;
+	memcpy(name, all[0], len + 1);
+	return 0;
+}
+
+int sl_dns_map_get_all(const struct sl_dns_map *m, int family, const uint8_t *addr,
+		       uint64_t now_ms, char (*names)[SL_DNS_NAME_BUF], size_t max)
+{
+	const struct map_entry *e;
+	size_t i, n = 0;
 
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
 	e = *map_slot(m, family, addr);
-	if (!e || e->expires_ms <= now_ms)
-		return -ENOENT;
-	len = strlen(e->name);
-	if (len >= size)
-		return -ENOBUFS;
-	memcpy(name, e->name, len + 1);
-	return 0;
+	for (i = 0; e && i < SL_DNS_MAP_NAMES && e->names[i].name && n < max; i++)
+		if (e->names[i].expires_ms > now_ms)
+			snprintf(names[n++], SL_DNS_NAME_BUF, "%s", e->names[i].name);
+	return (int)n;
 }
 
 size_t sl_dns_map_size(const struct sl_dns_map *m)

@@ -6,7 +6,9 @@
  *
  * Bounded: at most `max` entries; a new address beyond that pushes out the
  * one answered longest ago. An entry expires at the time its answer gave;
- * an address answered for several names maps to the most recent one. Pure
+ * an address answered for several names keeps each of them (up to
+ * SL_DNS_MAP_NAMES, the least recently answered going first), each with
+ * its own expiry. Pure
  * data structure: time comes from the caller, nothing here does I/O. Not
  * thread-safe: the gateway's loop owns it.
  */
@@ -14,6 +16,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "dns-wire.h"
+
+#define SL_DNS_MAP_NAMES 8
 
 struct sl_dns_map;
 
@@ -30,5 +36,11 @@ int sl_dns_map_put(struct sl_dns_map *m, int family, const uint8_t *addr, const 
  * 0, -ENOENT, -ENOBUFS (name does not fit in size), -EAFNOSUPPORT. */
 int sl_dns_map_get(const struct sl_dns_map *m, int family, const uint8_t *addr, uint64_t now_ms,
 		   char *name, size_t size);
+
+/* Every name addr was answered for that has not expired by now_ms, the
+ * most recently answered first, at most max of them: how many (0 for
+ * none), or -EAFNOSUPPORT. */
+int sl_dns_map_get_all(const struct sl_dns_map *m, int family, const uint8_t *addr,
+		       uint64_t now_ms, char (*names)[SL_DNS_NAME_BUF], size_t max);
 
 size_t sl_dns_map_size(const struct sl_dns_map *m);

@@ -103,20 +103,35 @@ struct sl_gw_dns {
 
 /* ---- The address map ---- */
 
+static const uint8_t *addr_bytes(const struct sockaddr *addr)
+{
+	if (addr->sa_family == AF_INET)
+		return (const uint8_t *)&((const struct sockaddr_in *)addr)->sin_addr;
+	if (addr->sa_family == AF_INET6)
+		return (const uint8_t *)&((const struct sockaddr_in6 *)addr)->sin6_addr;
+	return NULL;
+}
+
 int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char *name,
 		       size_t size)
 {
-	const uint8_t *a;
+	const uint8_t *a = addr_bytes(addr);
 
 	if (!gw->dns)
 		return -ENOENT;
-	if (addr->sa_family == AF_INET)
-		a = (const uint8_t *)&((const struct sockaddr_in *)addr)->sin_addr;
-	else if (addr->sa_family == AF_INET6)
-		a = (const uint8_t *)&((const struct sockaddr_in6 *)addr)->sin6_addr;
-	else
+	if (!a)
 		return -EAFNOSUPPORT;
 	return sl_dns_map_get(gw->dns->map, addr->sa_family, a, uv_now(gw->loop), name, size);
+}
+
+int sl_gw_dns_names_for(const struct sl_gw *gw, const struct sockaddr *addr,
+			char (*names)[SL_DNS_NAME_BUF], size_t max)
+{
+	const uint8_t *a = addr_bytes(addr);
+
+	if (!gw->dns || !a)
+		return 0;
+	return sl_dns_map_get_all(gw->dns->map, addr->sa_family, a, uv_now(gw->loop), names, max);
 }
 
 /* ---- Audit ---- */

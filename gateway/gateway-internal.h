@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "dns-map.h"
 #include "gateway.h"
 
 struct sl_gw_policy {
@@ -56,6 +57,10 @@ void sl_gw_maybe_free(struct sl_gw *gw);
 void sl_gw_dns_close(struct sl_gw *gw);
 bool sl_gw_dns_open(const struct sl_gw *gw);
 void sl_gw_dns_free(struct sl_gw *gw);
+/* Every name whose DNS answer, still fresh, gave out this address, the
+ * most recent first (sl_dns_map_get_all()): how many, 0 for none. */
+int sl_gw_dns_names_for(const struct sl_gw *gw, const struct sockaddr *addr,
+			char (*names)[SL_DNS_NAME_BUF], size_t max);
 
 /* dns-gate.c: the DNS budget, and the resolver's gate that spends it. */
 int sl_gw_budget_init(struct sl_gw *gw);

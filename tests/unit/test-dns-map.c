@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The DNS server's address -> name map: lookups, expiry, the most recent
- * name winning, and the bound on its size. */
+/* The DNS server's address -> name map: lookups, expiry, every name of an
+ * address kept (most recent first), and the bounds on its size. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -105,11 +105,56 @@ static void test_bounded(void **state)
 	sl_dns_map_free(m);
 }
 
+/* A CDN address answered for two names keeps both, whichever came last,
+ * each with its own expiry; past SL_DNS_MAP_NAMES the oldest goes. */
+static void test_several_names(void **state)
+{
+	char all[SL_DNS_MAP_NAMES][SL_DNS_NAME_BUF], want[32];
+	struct sl_dns_map *m = NULL;
+	uint8_t a[4];
+	unsigned i;
+
+	(void)state;
+	v4("203.0.113.7", a);
+	assert_int_equal(sl_dns_map_new(16, &m), 0);
+	assert_int_equal(sl_dns_map_put(m, AF_INET, a, "git.test", 5000), 0);
+	assert_int_equal(sl_dns_map_put(m, AF_INET, a, "www.test", 3000), 0);
+	assert_int_equal(sl_dns_map_get_all(m, AF_INET, a, 0, all, SL_DNS_MAP_NAMES), 2);
+	assert_string_equal(all[0], "www.test");
+	assert_string_equal(all[1], "git.test");
+	assert_int_equal(sl_dns_map_size(m), 1);
+	/* max caps what is written. */
+	assert_int_equal(sl_dns_map_get_all(m, AF_INET, a, 0, all, 1), 1);
+	assert_string_equal(all[0], "www.test");
+	/* Each name expires on its own. */
+	assert_int_equal(sl_dns_map_get_all(m, AF_INET, a, 3000, all, SL_DNS_MAP_NAMES), 1);
+	assert_string_equal(all[0], "git.test");
+	/* A name answered again moves first, and is not listed twice. */
+	assert_int_equal(sl_dns_map_put(m, AF_INET, a, "git.test", 9000), 0);
+	assert_int_equal(sl_dns_map_get_all(m, AF_INET, a, 0, all, SL_DNS_MAP_NAMES), 2);
+	assert_string_equal(all[0], "git.test");
+	assert_string_equal(all[1], "www.test");
+	/* More names than it keeps: the one answered longest ago goes. */
+	for (i = 0; i < SL_DNS_MAP_NAMES; i++) {
+		snprintf(want, sizeof(want), "n%u.test", i);
+		assert_int_equal(sl_dns_map_put(m, AF_INET, a, want, 9000), 0);
+	}
+	assert_int_equal(sl_dns_map_get_all(m, AF_INET, a, 0, all, SL_DNS_MAP_NAMES),
+			 SL_DNS_MAP_NAMES);
+	for (i = 0; i < SL_DNS_MAP_NAMES; i++) {
+		snprintf(want, sizeof(want), "n%u.test", SL_DNS_MAP_NAMES - 1 - i);
+		assert_string_equal(all[i], want);
+	}
+	assert_int_equal(sl_dns_map_get_all(m, AF_UNIX, a, 0, all, 1), -EAFNOSUPPORT);
+	sl_dns_map_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_several_names),
 	};
 	return cmocka_run_group_tests_name("dns-map", tests, NULL, NULL);
 }

@@ -169,7 +169,7 @@ static void test_document_errors(void **state)
 	       "t.yaml:2:1: unknown key 'alow' in the policy (did you mean 'allow'?)");
 	EXPECT("version: 1\nfoo: bar\n",
 	       "t.yaml:2:1: unknown key 'foo' in the policy (expected one of: version, secrets, "
-	       "allow, deny, private_addresses)");
+	       "allow, deny, private_addresses, dns)");
 	EXPECT("version: 1\nallow: [\n", "t.yaml:3:1: YAML:");
 	EXPECT("version: 1\n  bad: indent\n", "t.yaml:2:6: YAML:");
 	EXPECT("version: 1\n---\nversion: 1\n", "t.yaml:2:1: a policy file holds one YAML document");
