@@ -99,11 +99,24 @@ int sl_gw_budget_init(struct sl_gw *gw)
 	return 0;
 }
 
+/* The gate once the gateway is going: nothing new goes upstream, and
+ * nothing refers to the gateway, which may be freed before the resolver. */
+static int gate_closed(void *data, const char *name)
+{
+	(void)data;
+	(void)name;
+	return -EIO; /* the caller's callback runs (with an error), as it must */
+}
+
+void sl_gw_budget_stop(struct sl_gw *gw)
+{
+	sl_gw_resolver_set_gate(gw->resolver, gate_closed, NULL);
+}
+
 void sl_gw_budget_free(struct sl_gw *gw)
 {
 	if (!gw->budget)
 		return;
-	sl_gw_resolver_set_gate(gw->resolver, NULL, NULL);
 	if (gw->audit)
 		sl_dns_budget_flush(gw->budget, audit_suppressed, gw);
 	sl_dns_budget_free(gw->budget);

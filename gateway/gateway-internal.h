@@ -64,6 +64,10 @@ int sl_gw_dns_names_for(const struct sl_gw *gw, const struct sockaddr *addr,
 
 /* dns-gate.c: the DNS budget, and the resolver's gate that spends it. */
 int sl_gw_budget_init(struct sl_gw *gw);
+/* At shutdown, while the resolver still exists (it may be freed before
+ * the gateway): from here on it sends nothing upstream that the gate
+ * would have been asked about. */
+void sl_gw_budget_stop(struct sl_gw *gw);
 /* Why a name was not resolved (-EDQUOT), short enough for the messages
  * that name the host. */
 #define SL_GW_DNS_BUDGET_WHY "too many new names under this wildcard this minute (DNS budget)"

@@ -333,6 +333,7 @@ void sl_gw_maybe_free(struct sl_gw *gw)
 void sl_gw_shutdown(struct sl_gw *gw)
 {
 	gw->shutting_down = true;
+	sl_gw_budget_stop(gw);
 	sl_gw_conn_close_all(gw);
 	sl_gw_tls_flush_pool(gw);
 	sl_gw_dns_close(gw);
