@@ -153,7 +153,7 @@ int sl_dns_budget_charge(struct sl_dns_budget *b, const char *suffix, const char
 		if (!strcmp(slot(s, i)->name, name))
 			return 0;
 	if (s->n >= limit) {
-		struct sl_dns_budget_refusal r = { 0 };
+		struct sl_dns_budget_refusal r = {0};
 
 		if (now_ms >= s->audit_until_ms) {
 			r.audit = true;

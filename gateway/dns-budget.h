@@ -35,7 +35,7 @@ struct sl_dns_budget;
 /* What a refusal asks the caller to say: one audit record per suffix per
  * window, however many names were refused. */
 struct sl_dns_budget_refusal {
-	bool audit;          /* the first refusal for this suffix in a window */
+	bool audit;	     /* the first refusal for this suffix in a window */
 	uint64_t suppressed; /* refusals since the last one audited, not audited */
 };
 
@@ -56,7 +56,8 @@ void sl_dns_budget_free(struct sl_dns_budget *b);
  *   -ENOMEM, -EINVAL: refused.
  */
 int sl_dns_budget_charge(struct sl_dns_budget *b, const char *suffix, const char *name,
-			 unsigned limit, uint64_t now_ms, struct sl_dns_budget_refusal *ret_refusal);
+			 unsigned limit, uint64_t now_ms,
+			 struct sl_dns_budget_refusal *ret_refusal);
 
 /* The names suffix holds at now_ms: admitted in the last window (for the
  * tests: never above the limit). */

@@ -29,9 +29,10 @@ static void audit_suppressed(void *data, const char *suffix, uint64_t n)
 {
 	struct sl_gw *gw = data;
 
-	(void)sl_audit_write_summary(gw->audit, gw->cfg.sandbox, "dns", 0,
-				     "dns-budget: %llu more new names under *.%s refused, not logged",
-				     (unsigned long long)n, suffix);
+	(void)sl_audit_write_summary(
+	    gw->audit, gw->cfg.sandbox, "dns", 0,
+	    "dns-budget: %llu more new names under *.%s refused, not logged", (unsigned long long)n,
+	    suffix);
 }
 
 static void audit_refusal(struct sl_gw *gw, const struct sl_rule *rule, const char *name,
@@ -70,7 +71,7 @@ static int gate(void *data, const char *name)
 	struct sl_gw *gw = data;
 	const struct sl_policy *p = gw->policy->p;
 	const struct sl_rule *rule = sl_policy_name_wildcard(p, name, strlen(name));
-	struct sl_dns_budget_refusal ref = { 0 };
+	struct sl_dns_budget_refusal ref = {0};
 	unsigned limit;
 	int r;
 

@@ -10,8 +10,8 @@
 
 void sl_policy_load_dns(struct sl_yaml *y, struct sl_policy *p, const yaml_node_t *map)
 {
-	static const char *const keys[] = { "new_names_per_minute", NULL };
-	yaml_node_t *v[1] = { 0 };
+	static const char *const keys[] = {"new_names_per_minute", NULL};
+	yaml_node_t *v[1] = {0};
 	long n;
 
 	if (!sl_yaml_expect_type(y, map, YAML_MAPPING_NODE, "'dns'"))
@@ -38,8 +38,10 @@ bool sl_policy_load_exact_dns(struct sl_yaml *y, struct sl_rule *r, const yaml_n
 	if (r->exact_dns && !r->wildcard) {
 		/* An exact name is the policy's choice, not the agent's: its
 		 * lookups carry nothing; the setting would mean nothing. */
-		sl_yaml_error_at(y, n, "'exact_dns' applies to a wildcard host (\"*.example.com\"); "
-				       "'%s' is an exact name", r->host);
+		sl_yaml_error_at(y, n,
+				 "'exact_dns' applies to a wildcard host (\"*.example.com\"); "
+				 "'%s' is an exact name",
+				 r->host);
 		return false;
 	}
 	return true;

@@ -35,7 +35,7 @@ struct model_entry {
 
 static struct model_entry model[OPS_MAX];
 
-static const char *const suffixes[SUFFIXES] = { "a.test", "b.test", "c.a.test", "d.test" };
+static const char *const suffixes[SUFFIXES] = {"a.test", "b.test", "c.a.test", "d.test"};
 
 /* Names the model holds for suffix s that are still in the window. */
 static size_t live(size_t n_model, unsigned s, uint64_t now, const char *name, bool *found)
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sl_dns_budget_new(TRACKED, &b) < 0)
 		return 0;
 	while (off + 3 <= size && n_model < OPS_MAX) {
-		struct sl_dns_budget_refusal ref = { 0 };
+		struct sl_dns_budget_refusal ref = {0};
 		unsigned s = data[off] & 3, limit = 1 + data[off + 1] % 16;
 		size_t len = data[off + 2] % 12, i, n;
 		char name[64];

@@ -59,7 +59,7 @@ static void test_burst(void **state)
 static void test_sliding(void **state)
 {
 	struct sl_dns_budget *b = NULL;
-	struct sl_dns_budget_refusal ref = { 0 };
+	struct sl_dns_budget_refusal ref = {0};
 	unsigned i;
 
 	(void)state;
@@ -167,11 +167,9 @@ static void test_flush(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_burst),
-		cmocka_unit_test(test_sliding),
-		cmocka_unit_test(test_limit_change),
-		cmocka_unit_test(test_suffix_bound),
-		cmocka_unit_test(test_flush),
+	    cmocka_unit_test(test_burst),	 cmocka_unit_test(test_sliding),
+	    cmocka_unit_test(test_limit_change), cmocka_unit_test(test_suffix_bound),
+	    cmocka_unit_test(test_flush),
 	};
 	return cmocka_run_group_tests_name("dns-budget", tests, NULL, NULL);
 }

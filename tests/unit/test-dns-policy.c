@@ -15,7 +15,7 @@
 static struct sl_policy *load(const char *yaml, const char *want_error)
 {
 	struct sl_policy *p = NULL;
-	struct sl_diags d = { 0 };
+	struct sl_diags d = {0};
 	int r = sl_policy_load_buffer("t.yaml", yaml, strlen(yaml), &p, &d);
 
 	if (want_error) {
@@ -110,9 +110,9 @@ static void test_name_wildcard(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_names),
-		cmocka_unit_test(test_exact_dns),
-		cmocka_unit_test(test_name_wildcard),
+	    cmocka_unit_test(test_new_names),
+	    cmocka_unit_test(test_exact_dns),
+	    cmocka_unit_test(test_name_wildcard),
 	};
 	return cmocka_run_group_tests_name("dns-policy", tests, NULL, NULL);
 }
