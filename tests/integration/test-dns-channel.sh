@@ -210,7 +210,13 @@ code=$(world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://$S:312
 	"http://conn-$token.wild.test/" 2>&1)
 check "the proxy path spends the same budget: HTTP 429" 429 "$code"
 check_has "... audited as dns-budget" '"reason":"dns-budget"' "$(grep "conn-$token" "$T/audit.log")"
-sleep 0.3
+# dnsmasq logs in the order it gets queries: once a later one is in the
+# log, so is anything the gateway sent before it.
+sentinel() {
+	world_host dig @"$N" +time=3 +tries=1 +short "sentinel$1-$token.test" >/dev/null 2>&1
+	wait_log "sentinel$1-$token.test" || notok "dnsmasq logged the sentinel query $1"
+}
+sentinel 1
 check_lacks "... and neither name reached upstream" "late-$token" "$(cat "$T/dns.log")"
 check_lacks "... (the proxy's either)" "conn-$token" "$(cat "$T/dns.log")"
 
@@ -272,6 +278,30 @@ check_has "... the origin got the client's bytes" "SSH-2.0-sandbox" "$(cat "$T/s
 check_has "... and the audit names the name that decided" \
 	'"host":"cdn-a.test","port":22' "$(grep '"event":"connect"' "$T/audit.log")"
 check_has "... allowed" '"decision":"allow"' "$(grep '"host":"cdn-a.test","port":22' "$T/audit.log")"
+
+# The capture's SNI path spends the same budget (the run's own gateway, a
+# fresh one): 80 TLS connections that ignore the proxy, each naming a new
+# name under the wildcard in its SNI, which the gateway resolves itself.
+: >"$T/audit.log"
+world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--audit "$T/audit.log" -- "$PY" -c '
+import socket, ssl, sys
+ctx = ssl.create_default_context()
+for i in range(80):
+    try:
+        s = socket.create_connection((sys.argv[1], 443), timeout=5)
+        ctx.wrap_socket(s, server_hostname="s%02d%s.wild.test" % (i, sys.argv[2]))
+    except (OSError, ssl.SSLError):
+        pass
+' "$N" "$token" >/dev/null 2>&1
+sentinel 2
+upstream=$(grep -oE "query\[A+\] s[0-9]{2}$token\.wild\.test" "$T/dns.log" | awk '{print $2}' | sort -u | wc -l)
+if [ "$upstream" -ge 1 ] && [ "$upstream" -le 60 ]; then
+	ok "captured TLS: at most 60 of 80 new SNI names reached upstream ($upstream)"
+else
+	notok "captured TLS: $upstream of 80 new SNI names reached upstream, want 1..60"
+fi
+check_has "... the rest audited as dns-budget" '"reason":"dns-budget"' "$(cat "$T/audit.log")"
 check "the canary saw no packet" 0 "$(world_canary_count)"
 
 echo "$passed passed, $failed failed"
