@@ -58,6 +58,8 @@ static void print_rule(const struct sl_policy *p, const struct sl_rule *r)
 	}
 	if (r->inspect)
 		printf("  (inspected)");
+	if (r->exact_dns)
+		printf("  exact_dns (not answered by the sandbox's DNS)");
 	printf("  # line %u\n", r->line);
 }
 
@@ -96,6 +98,14 @@ static void print_summary(const char *file, const struct sl_policy *p)
 		}
 		printf("%s\n", p->n_private_allow ? "" : " (empty list: none allowed)");
 	}
+	for (i = 0; i < p->n_allow; i++)
+		if (p->rules[i].wildcard) {
+			/* What a wildcard costs (docs/policy.md, "dns"). */
+			printf("dns: at most %u new names a minute under each wildcard reach the "
+			       "upstream resolver\n",
+			       sl_policy_dns_new_names(p));
+			break;
+		}
 }
 
 static int decide(const struct sl_policy *p, const char *target, const char *method,
