@@ -17,9 +17,9 @@
 
 /* ---- transparent capture: decide by SNI, else Host, else the address ---- */
 
-/* Neither SNI nor Host: the name whose DNS answer (ours, to this sandbox)
- * gave out the original destination address decides; failing that, the
- * address itself, which only an address rule can allow. */
+/* Neither SNI nor Host: the names whose DNS answers (ours, to this
+ * sandbox) gave out the original destination address decide; failing
+ * that, the address itself, which only an address rule can allow. */
 void conn_decide_by_address(struct conn *c)
 {
 	char names[SL_DNS_MAP_NAMES][SL_DNS_NAME_BUF];

@@ -25,6 +25,9 @@
 /* Suffixes tracked at once: far more wildcard rules than a policy has. */
 #define BUDGET_SUFFIXES 1024
 
+_Static_assert(SL_POLICY_DNS_NEW_NAMES_MAX <= SL_DNS_BUDGET_LIMIT_MAX,
+	       "the budget must take every limit a policy may set");
+
 static void audit_suppressed(void *data, const char *suffix, uint64_t n)
 {
 	struct sl_gw *gw = data;
