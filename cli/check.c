@@ -55,6 +55,8 @@ static void print_rule(const struct sl_policy *p, const struct sl_rule *r)
 		       p->secrets[r->inject.secret].name);
 		if (r->inject.placeholder_env)
 			printf(" placeholder $%s", r->inject.placeholder_env);
+		if (r->inject.require_placeholder)
+			printf(" require_placeholder");
 	}
 	if (r->inspect)
 		printf("  (inspected)");

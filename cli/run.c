@@ -87,7 +87,7 @@ struct run {
 };
 
 /* What an SDK that insists on a key is given instead of the real one. */
-#define PLACEHOLDER "sluice-placeholder-the-gateway-injects-the-key"
+#define PLACEHOLDER SL_PLACEHOLDER
 
 /* A variable that holds a secret's value never reaches the sandbox,
  * whatever its name (the policy may read the key from a file while the

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "conn-headers.h"
 #include "conn-internal.h"
 #include "http.h"
 #include "macro.h"
@@ -658,6 +659,7 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	char why[512];
 	int r;
 
+	conn_policy_refresh(c);
 	sl_policy_decide(c->pol->p, &q, &c->dec);
 	c->decided = true;
 	if (c->dec.verdict != SL_VERDICT_ALLOW) {
@@ -703,6 +705,8 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 		conn_respond_error(c, 403, "credential-needs-tls", why);
 		return;
 	}
+	if (!c->tunnel && conn_plain_head_check(c) < 0)
+		return;
 
 	if (c->dec.host_kind != SL_HOST_NAME) {
 		struct sl_gw_addrs a;

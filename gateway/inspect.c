@@ -33,8 +33,10 @@
 #include <strings.h>
 
 #include "ca.h"
+#include "conn-headers.h"
 #include "conn-internal.h"
 #include "macro.h"
+#include "reqhead.h"
 #include "scrub.h"
 #include "secret.h"
 
@@ -445,6 +447,16 @@ static void respond(struct insp *in, int status, const char *reason, const char 
 	c->refused = true;
 	if (reason)
 		c->reason = reason;
+	if (!c->audited) {
+		/* Recorded now: a refusal after the first exchange (a head
+		 * that does not parse, say) would have no record at close. */
+		if (!c->decided) {
+			c->dec.rule = NULL;
+			c->decided = true; /* for the host; refused says deny */
+		}
+		conn_write_audit(c);
+		c->audited = true;
+	}
 	in->st = I_CLOSING;
 	if (in->up) {
 		up_close(in->up);
@@ -1211,12 +1223,13 @@ static void up_ready(struct insp *in)
 
 /* ---- requests ---- */
 
-/* The head we send upstream: the request line as it came (origin-form),
- * the client's end-to-end headers, the credential in place of whatever
- * the client put in its header, and identity encoding where responses
- * must be scrubbed. */
+/* The head we send upstream: the request line with the target that was
+ * decided (origin-form), the client's end-to-end headers, the credential
+ * in place of every credential header the client sent, and identity
+ * encoding where responses must be scrubbed. */
 static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
-			       const struct sl_inject *inj, const struct sl_secret_value *v)
+			       const char *target, const struct sl_inject *inj,
+			       const struct sl_secret_value *v)
 {
 	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), then the lines we add. */
 	size_t cap = SL_HTTP_REBUILT_MAX(r->head_len, r->n_headers) + 128 + SL_HOST_BUF + 16 +
@@ -1230,8 +1243,14 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 	out = malloc(cap);
 	if (!out)
 		return -ENOMEM;
-	len = (size_t)(eol + 1 - r->method.p);
+	/* "METHOD SP", the target, then " HTTP/1.x" as it came. */
+	len = (size_t)(r->target.p - r->method.p);
 	memcpy(out, r->method.p, len);
+	memcpy(out + len, target, strlen(target));
+	len += strlen(target);
+	memcpy(out + len, r->target.p + r->target.len,
+	       (size_t)(eol + 1 - (r->target.p + r->target.len)));
+	len += (size_t)(eol + 1 - (r->target.p + r->target.len));
 	if (in->kind == SL_HOST_IPV6)
 		len += (size_t)sprintf(out + len, "Host: [%s]", in->host);
 	else
@@ -1248,7 +1267,9 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			continue;
 		if (conn_http_hop_by_hop(r, &h->name))
 			continue;
-		if (inj && sl_http_span_caseeq(&h->name, inj->header))
+		/* Not only the injected header: an origin may take any key it
+		 * finds, and the agent's own would spend its own account. */
+		if (inj && sl_reqhead_is_credential(&h->name, inj->header))
 			continue;
 		/* Ours, in the one spelling the decision was made for. */
 		if (sl_http_span_caseeq(&h->name, "host"))
@@ -1279,22 +1300,6 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 	return 0;
 }
 
-/* Any header that asks the origin to run another method than the
- * request line's (however many of them). */
-static bool has_method_override(const struct sl_http_request *r)
-{
-	static const char *const names[] = {"x-http-method-override", "x-http-method",
-					    "x-method-override"};
-	size_t i, n;
-
-	for (i = 0; i < ELEMENTSOF(names); i++) {
-		(void)sl_http_header(r, names[i], &n);
-		if (n)
-			return true;
-	}
-	return false;
-}
-
 static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 {
 	struct conn *c = in->c;
@@ -1314,6 +1319,7 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 	c->status = 0;
 	/* Until this request is decided, no rule speaks for it. */
 	c->dec.rule = NULL;
+	conn_policy_refresh(c);
 	c->start_wall_ms = sl_audit_now_ms();
 	c->start_loop_ms = uv_now(c->gw->loop);
 	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
@@ -1365,12 +1371,46 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 			return;
 		}
 	}
-	if (c->dec.rule && c->dec.rule->methods && has_method_override(r)) {
-		/* Many origins run the method such a header names: the rule's
-		 * methods would not hold. */
+	if (c->dec.methods_named && sl_reqhead_has_method_override(r)) {
+		/* Many origins run the method such a header names: the rules'
+		 * methods (an allow rule's or a deny rule's) would not hold. */
 		respond(in, 400, "method-override",
-			"a method-override header is refused where a rule names methods");
+			"a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
+			"X-Method-Override) is refused where a rule for this host names methods");
 		return;
+	}
+	if (inj) {
+		const struct sl_http_header *u = sl_reqhead_underscore_credential(r, inj->header);
+
+		if (u) {
+			snprintf(msg, sizeof(msg),
+				 "header '%.*s': a credential header spelled with '_' is refused on "
+				 "a host whose rule injects a credential",
+				 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
+			respond(in, 400, "credential-header", msg);
+			return;
+		}
+		if (inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
+			snprintf(msg, sizeof(msg),
+				 "this rule requires the placeholder: send '%s: %s%s' (the value "
+				 "of the sandbox's placeholder variable) once",
+				 inj->header, inj->prefix, SL_PLACEHOLDER);
+			respond(in, 403, "placeholder-missing", msg);
+			return;
+		}
+	}
+	if (c->dec.path_checked) {
+		/* The origin gets the path that was decided, not another
+		 * spelling of it ("//v1/x") that it might route elsewhere. */
+		char *target;
+		int e = sl_reqhead_forward_target(c->path, strlen(c->path), &target, &why);
+
+		if (e < 0) {
+			respond(in, 400, "invalid-path", e == -EINVAL ? why : "out of memory");
+			return;
+		}
+		free(c->path);
+		c->path = target;
 	}
 	in->head_req = sl_http_span_eq(&r->method, "HEAD");
 	if ((in->head_req || sl_http_span_eq(&r->method, "GET")) &&
@@ -1393,7 +1433,7 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 		return;
 	}
 	in->body_done = sl_http_body_is_done(&in->body);
-	if (build_upstream_head(in, r, inj, v) < 0) {
+	if (build_upstream_head(in, r, c->path, inj, v) < 0) {
 		conn_close(c);
 		return;
 	}

@@ -266,6 +266,8 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	d->rule = NULL;
 	d->inspect = false;
 	d->detail = NULL;
+	d->path_checked = false;
+	d->methods_named = false;
 	d->host_kind = SL_HOST_NAME;
 
 	if (sl_host_normalize(req->host, req->host_len, d->host, &d->host_kind, &why) < 0) {
@@ -308,6 +310,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		for (j = 0; j < cand[i]->n_rules; j++) {
 			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
 
+			d->methods_named |= r->methods != 0;
 			if (r->kind != SL_RULE_DENY || !port_ok(r, req->port))
 				continue;
 			if (r->methods || r->paths) {
@@ -323,6 +326,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 						 * applies; refuse rather than guess. */
 						d->reason = SL_REASON_INVALID_PATH;
 						d->detail = ps->why;
+						d->path_checked = true;
 						return;
 					}
 					if (!deny_paths_hit(r, ps))
@@ -332,6 +336,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 			if (!deny || r->index < deny->index)
 				deny = r;
 		}
+	d->path_checked = ps->state != 0;
 	if (deny) {
 		d->rule = deny;
 		d->reason = SL_REASON_DENY_RULE;
@@ -369,6 +374,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 				allow = r;
 		}
 
+	d->path_checked = ps->state != 0;
 	if (!allow) {
 		d->reason = closest;
 		d->detail = closest == SL_REASON_INVALID_PATH ? why : NULL;

@@ -399,9 +399,10 @@ static bool env_reserved(const char *e)
 
 static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *map)
 {
-	static const char *const keys[] = { "header", "prefix", "secret", "placeholder_env", NULL };
-	enum { K_HEADER, K_PREFIX, K_SECRET, K_PLACEHOLDER };
-	yaml_node_t *v[4];
+	static const char *const keys[] = { "header", "prefix", "secret", "placeholder_env",
+					    "require_placeholder", NULL };
+	enum { K_HEADER, K_PREFIX, K_SECRET, K_PLACEHOLDER, K_REQUIRE };
+	yaml_node_t *v[5];
 	const char *s;
 	size_t len, i;
 	char b[80];
@@ -487,6 +488,17 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 			return false;
 		}
 		r->inject.placeholder_env = sl_yaml_xstrndup(&l->y, s, len);
+	}
+	if (v[K_REQUIRE]) {
+		s = sl_yaml_scalar(&l->y, v[K_REQUIRE], "'require_placeholder'", &len);
+		if (!s)
+			return false;
+		if (!((len == 4 && !memcmp(s, "true", 4)) || (len == 5 && !memcmp(s, "false", 5)))) {
+			sl_yaml_error_at(&l->y, v[K_REQUIRE], "'require_placeholder' is true or false, not '%s'",
+					 sl_yaml_shown(v[K_REQUIRE], b, sizeof(b)));
+			return false;
+		}
+		r->inject.require_placeholder = len == 4;
 	}
 	r->has_inject = true;
 	return true;

@@ -23,15 +23,27 @@ static int hexval(char c)
 	return -1;
 }
 
+/* Where the first ";param" of the normal-form segment s[0..n) starts: a
+ * ';', or its escape "%3B" (kept escaped in the normal form, but a server
+ * that decodes before it strips parameters sees a ';' there). n if none. */
+static size_t param_start(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] == ';' || (s[i] == '%' && i + 2 < n && s[i + 1] == '3' &&
+				    (s[i + 2] == 'B' || s[i + 2] == 'b')))
+			return i;
+	return n;
+}
+
 /* Is the segment s[0..n) "." or "..", ignoring ";params" after it? Tomcat
  * and others strip path parameters before resolving dot segments, so
- * "/..;x/" is as much a dot segment as "/../". */
+ * "/..;x/" (and "/..%3Bx/" to one that decodes first) is as much a dot
+ * segment as "/../". */
 static bool is_dot_segment(const char *s, size_t n)
 {
-	const char *semi = memchr(s, ';', n);
-
-	if (semi)
-		n = (size_t)(semi - s);
+	n = param_start(s, n);
 	return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
 }
 
@@ -126,7 +138,9 @@ size_t sl_path_strip_params(const char *path, char *ret_path, size_t retsz)
 			in_param = false;
 			if (out > 0 && ret_path[out - 1] == '/')
 				continue;
-		} else if (c == ';') {
+		} else if (c == ';' || (c == '%' && path[i + 1] == '3' && path[i + 2] == 'B')) {
+			/* "%3B" too: a server that decodes before it strips
+			 * parameters routes "/admin%3Bx/u" as "/admin/u". */
 			in_param = true;
 		}
 		if (!in_param)

@@ -13,7 +13,8 @@
  *     '%', '?', '#', ';' and space, which keep their escape with upper-case
  *     hex digits;
  *   - runs of '/' collapse to one, as most servers and frameworks do;
- *   - dot segments ("." and "..", also "%2e%2e" and "..;param"), encoded '/'
+ *   - dot segments ("." and "..", also "%2e%2e", "..;param" and
+ *     "..%3Bparam"), encoded '/'
  *     and '\', backslashes, control and non-ASCII bytes are refused outright:
  *     servers resolve them differently, so no answer of ours would be safe.
  *
@@ -45,7 +46,9 @@ int sl_path_pattern_parse(const char *in, size_t len, char *ret_path, size_t ret
 /*
  * Remove ";params" from every segment of a normal-form path, as Servlet
  * containers (Tomcat, Jetty, Spring) do before they route: "/admin;x=1/u" is
- * "/admin/u" to them. Returns the length written into ret_path.
+ * "/admin/u" to them. An escaped ';' ("%3B") starts a parameter too, for
+ * servers that decode before they strip. Returns the length written into
+ * ret_path.
  */
 size_t sl_path_strip_params(const char *path, char *ret_path, size_t retsz);
 

@@ -62,7 +62,13 @@ struct sl_inject {
 	char *prefix;          /* e.g. "Bearer "; "" when none */
 	size_t secret;         /* index into sl_policy.secrets */
 	char *placeholder_env; /* variable set in the sandbox, or NULL */
+	/* Refuse a request whose header does not hold prefix + SL_PLACEHOLDER. */
+	bool require_placeholder;
 };
+
+/* What a placeholder_env variable holds in the sandbox; with
+ * require_placeholder, what the request's header must hold. */
+#define SL_PLACEHOLDER "sluice-placeholder-the-gateway-injects-the-key"
 
 struct sl_path_pattern {
 	char *path; /* normal form, without a trailing '*' */
@@ -195,6 +201,12 @@ struct sl_decision {
 	/* For invalid hosts, paths and requests: a static sentence saying
 	 * what is wrong with it. NULL otherwise. */
 	const char *detail;
+	/* A request's path mattered: some rule's paths were compared with its
+	 * normal form (which is then what the gateway forwards). */
+	bool path_checked;
+	/* Some allow or deny rule for this host (any port) names methods:
+	 * a header that overrides the method must not get past them. */
+	bool methods_named;
 	char host[SL_HOST_BUF]; /* the normal form, "" when invalid */
 	enum sl_host_kind host_kind;
 };

@@ -87,6 +87,13 @@ static void test_dot_segments(void **state)
 	path_bad("/v1/%2E./admin", "dot segment");
 	path_bad("/v1/..;/admin", "dot segment");
 	path_bad("/v1/.;x/admin", "dot segment");
+	/* "%3B" stays escaped, but a server that decodes before it strips
+	 * parameters sees "..;": a dot segment all the same. */
+	path_bad("/v1/..%3B/admin", "dot segment");
+	path_bad("/v1/..%3bx/admin", "dot segment");
+	path_bad("/v1/.%3B", "dot segment");
+	path_ok("/v1/...%3B/x", "/v1/...%3B/x");
+	path_ok("/v1/a..%3B/x", "/v1/a..%3B/x");
 	path_bad("/..", "dot segment");
 }
 
@@ -172,7 +179,10 @@ static void test_strip_params(void **state)
 	strip_ok("/admin;x=1", "/admin");
 	strip_ok("/admin;jsessionid=1/users", "/admin/users");
 	strip_ok("/a;x/;y/b", "/a/b");
-	strip_ok("/a%3Bb", "/a%3Bb");
+	/* An escaped ';' is a parameter to a server that decodes first. */
+	strip_ok("/a%3Bb", "/a");
+	strip_ok("/admin%3Bx/users", "/admin/users");
+	strip_ok("/a%3", "/a%3");
 	strip_ok("/", "/");
 }
 

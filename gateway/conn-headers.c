@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn-headers.h"
+#include "conn-internal.h"
+#include "reqhead.h"
+
+void conn_policy_refresh(struct conn *c)
+{
+	struct sl_gw_policy *old = c->pol;
+
+	if (old == c->gw->policy)
+		return;
+	/* Nothing may point into the old policy once it is let go. */
+	c->dec.rule = NULL;
+	c->credential = NULL;
+	c->pol = sl_gw_policy_ref(c->gw->policy);
+	sl_gw_policy_unref(old);
+}
+
+int conn_plain_head_check(struct conn *c)
+{
+	struct sl_http_request r;
+	const char *why = NULL;
+	char *target;
+	int st = 0;
+
+	if (!c->dec.methods_named && !c->dec.path_checked)
+		return 0;
+	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
+	    0) {
+		conn_respond_error(c, 400, "bad-request", "request head could not be forwarded");
+		return -1;
+	}
+	if (c->dec.methods_named && sl_reqhead_has_method_override(&r)) {
+		/* Many frameworks run the method such a header names: the
+		 * rules' methods would not hold. */
+		conn_respond_error(c, 400, "method-override",
+				   "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
+				   "X-Method-Override) is refused where a rule for this host names "
+				   "methods");
+		return -1;
+	}
+	if (c->dec.path_checked) {
+		/* The origin gets the path that was decided, not another
+		 * spelling of it that it might route elsewhere. */
+		if (sl_reqhead_forward_target(c->path, strlen(c->path), &target, &why) < 0) {
+			conn_respond_error(c, 400, "invalid-path", why ? why : "out of memory");
+			return -1;
+		}
+		free(c->path);
+		c->path = target;
+	}
+	return 0;
+}

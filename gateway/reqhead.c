@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+#include "reqhead.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "macro.h"
+#include "path.h"
+
+static char fold(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return (char)(c - 'A' + 'a');
+	return c == '_' ? '-' : c;
+}
+
+bool sl_reqhead_name_is(const struct sl_http_span *name, const char *lit)
+{
+	size_t i, n = strlen(lit);
+
+	if (name->len != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (fold(name->p[i]) != fold(lit[i]))
+			return false;
+	return true;
+}
+
+/* Does the folded name hold the lower-case needle? */
+static bool name_holds(const struct sl_http_span *name, const char *needle)
+{
+	size_t i, j, n = strlen(needle);
+
+	for (i = 0; i + n <= name->len; i++) {
+		for (j = 0; j < n && fold(name->p[i + j]) == needle[j]; j++)
+			;
+		if (j == n)
+			return true;
+	}
+	return false;
+}
+
+bool sl_reqhead_is_credential(const struct sl_http_span *name, const char *inject_header)
+{
+	/* Substrings, not a list of names: an origin may read any header it
+	 * likes as its key, and vendors name theirs freely. None of these is
+	 * in a header a model API or registry client needs on a host that
+	 * gets its credential from us (Idempotency-Key and friends do not
+	 * match). */
+	static const char *const parts[] = {
+	    "auth",	  "token",	 "api-key",	     "apikey",	   "secret",
+	    "password",	  "credential",	 "subscription-key", "access-key", "cookie",
+	};
+	size_t i;
+
+	if (inject_header && sl_reqhead_name_is(name, inject_header))
+		return true;
+	for (i = 0; i < ELEMENTSOF(parts); i++)
+		if (name_holds(name, parts[i]))
+			return true;
+	return false;
+}
+
+bool sl_reqhead_has_method_override(const struct sl_http_request *r)
+{
+	static const char *const names[] = {"x-http-method-override", "x-http-method",
+					    "x-method-override"};
+	size_t i, j;
+
+	for (i = 0; i < r->n_headers; i++)
+		for (j = 0; j < ELEMENTSOF(names); j++)
+			if (sl_reqhead_name_is(&r->headers[i].name, names[j]))
+				return true;
+	return false;
+}
+
+const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_http_request *r,
+							      const char *inject_header)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_headers; i++) {
+		const struct sl_http_header *h = &r->headers[i];
+
+		if (memchr(h->name.p, '_', h->name.len) &&
+		    sl_reqhead_is_credential(&h->name, inject_header))
+			return h;
+	}
+	return NULL;
+}
+
+bool sl_reqhead_placeholder_ok(const struct sl_http_request *r, const struct sl_inject *inj)
+{
+	const size_t pl = strlen(inj->prefix), ph = strlen(SL_PLACEHOLDER);
+	const struct sl_http_header *found = NULL;
+	size_t i;
+
+	for (i = 0; i < r->n_headers; i++) {
+		const struct sl_http_header *h = &r->headers[i];
+
+		if (h->name.len != strlen(inj->header) ||
+		    strncasecmp(h->name.p, inj->header, h->name.len) != 0)
+			continue;
+		if (found)
+			return false; /* which one would the origin read? */
+		found = h;
+	}
+	return found && found->value.len == pl + ph &&
+	       strncasecmp(found->value.p, inj->prefix, pl) == 0 &&
+	       memcmp(found->value.p + pl, SL_PLACEHOLDER, ph) == 0;
+}
+
+int sl_reqhead_forward_target(const char *target, size_t len, char **ret, const char **ret_why)
+{
+	const char *q = memchr(target, '?', len);
+	size_t qlen = q ? len - (size_t)(q - target) : 0;
+	char *out = malloc(len + 1);
+	int n;
+
+	if (!out)
+		return -ENOMEM;
+	/* The normal form is never longer than what it came from. */
+	n = sl_path_normalize(target, len, out, len + 1, ret_why);
+	if (n < 0) {
+		free(out);
+		return n;
+	}
+	if (q)
+		memcpy(out + n, q, qlen);
+	out[(size_t)n + qlen] = '\0';
+	*ret = out;
+	return 0;
+}

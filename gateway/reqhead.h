@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a request head may carry past a decision: method overrides,
+ * credential headers on a host whose rule injects one, and the target the
+ * origin is sent. Pure functions of the parsed head (http.h) and the rule,
+ * shared by plain HTTP (conn.c) and inspected requests (inspect.c).
+ *
+ * Header names are compared as servers may read them: ASCII case ignored,
+ * and '_' read as '-' (CGI, WSGI, Rack and PHP turn both into the same
+ * HTTP_X_API_KEY variable), so "X_Api_Key" is "x-api-key" to them.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "http.h"
+#include "policy.h"
+
+/* Is name, case and '_' folded, the lower-case lit? */
+bool sl_reqhead_name_is(const struct sl_http_span *name, const char *lit);
+
+/*
+ * Does a header of this name carry a credential, one the origin might
+ * authenticate the request with instead of the one injected? True for
+ * Cookie, for every name holding "auth", "token", "api-key", "apikey",
+ * "secret", "password", "credential", "subscription-key" or "access-key"
+ * (Authorization, Proxy-Authorization, x-api-key, api-key, x-goog-api-key,
+ * X-Auth-Token, Private-Token, Ocp-Apim-Subscription-Key, ...), and for
+ * inject_header itself (when not NULL), all case and '_' folded.
+ */
+bool sl_reqhead_is_credential(const struct sl_http_span *name, const char *inject_header);
+
+/* Does the head hold X-HTTP-Method-Override, X-HTTP-Method or
+ * X-Method-Override (case and '_' folded), which many frameworks obey in
+ * place of the request line's method? */
+bool sl_reqhead_has_method_override(const struct sl_http_request *r);
+
+/*
+ * On a host whose rule injects: the first credential header spelled with
+ * '_' (which some servers fold to '-', and others drop: no answer of ours
+ * would be safe), or NULL. Other credential headers are dropped instead.
+ */
+const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_http_request *r,
+							      const char *inject_header);
+
+/* With require_placeholder: does the head hold inj->header exactly once,
+ * its value inj->prefix (case ignored) followed by SL_PLACEHOLDER? */
+bool sl_reqhead_placeholder_ok(const struct sl_http_request *r, const struct sl_inject *inj);
+
+/*
+ * The target to forward for a request whose path the decision compared
+ * (sl_decision.path_checked): the normal form of target[0..len)'s path
+ * (path.h), and its query as it came. *ret is malloc'd. Returns 0, or
+ * -EINVAL with *ret_why set (the path has no normal form), or -ENOMEM.
+ */
+int sl_reqhead_forward_target(const char *target, size_t len, char **ret, const char **ret_why);
