@@ -467,6 +467,47 @@ static void test_name_allowed_ports(void **state)
 	sl_policy_free(none);
 }
 
+/* What the gateway needs beyond the verdict: whether the path was compared
+ * (it then forwards the normal form), and whether any rule for the host
+ * names methods (it then refuses method-override headers). */
+static void test_path_checked_methods_named(void **state)
+{
+	struct sl_policy *p;
+	struct sl_decision d;
+
+	(void)state;
+	p = load("version: 1\n"
+		 "allow:\n"
+		 "  - host: api.x.com\n"
+		 "    paths: [\"/v1/*\"]\n"
+		 "  - host: api.x.com\n"
+		 "    methods: [GET]\n"
+		 "  - host: free.x.com\n"
+		 "  - host: dm.x.com\n"
+		 "deny:\n"
+		 "  - host: dm.x.com\n"
+		 "    ports: [8443]\n"
+		 "    methods: [DELETE]\n");
+	d = decide(p, "api.x.com", 443, "GET", "//v1/x");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.path_checked);
+	assert_true(d.methods_named);
+	/* The path rule did not match, yet it chose the rule that did. */
+	d = decide(p, "api.x.com", 443, "GET", "/v2/x");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.path_checked);
+	d = decide(p, "free.x.com", 443, "GET", "//any");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_false(d.path_checked);
+	assert_false(d.methods_named);
+	/* A deny rule naming methods counts, on any port. */
+	d = decide(p, "dm.x.com", 443, "GET", "/");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.methods_named);
+	assert_false(d.path_checked);
+	sl_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_name_allowed),
 		cmocka_unit_test(test_name_allowed_ports),
+		cmocka_unit_test(test_path_checked_methods_named),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }

@@ -319,6 +319,20 @@ static void test_secrets_and_inject(void **state)
 	       "t.yaml:6:54: 'HTTPS_PROXY' is reserved");
 	EXPECT(INJ("{ header: a, secret: k, placeholder_env: \"A-B\" }"),
 	       "t.yaml:6:54: 'A-B' is not a valid environment variable name");
+	EXPECT(INJ("{ header: a, secret: k, require_placeholder: yes }"),
+	       "t.yaml:6:58: 'require_placeholder' is true or false, not 'yes'");
+	{
+		struct sl_policy *p = load_ok(INJ("{ header: a, secret: k, require_placeholder: true }"));
+
+		assert_true(p->rules[0].inject.require_placeholder);
+		sl_policy_free(p);
+		p = load_ok(INJ("{ header: a, secret: k, require_placeholder: false }"));
+		assert_false(p->rules[0].inject.require_placeholder);
+		sl_policy_free(p);
+		p = load_ok(INJ("{ header: a, secret: k }"));
+		assert_false(p->rules[0].inject.require_placeholder);
+		sl_policy_free(p);
+	}
 	EXPECT(INJ("{ header: a, secret: k, extra: 1 }"),
 	       "t.yaml:6:37: unknown key 'extra' in 'inject'");
 	EXPECT("version: 1\nallow:\n  - host: a.com\n    inject: { header: a, secret: k }\n",
