@@ -1269,7 +1269,8 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			continue;
 		/* Not only the injected header: an origin may take any key it
 		 * finds, and the agent's own would spend its own account. */
-		if (inj && sl_reqhead_is_credential(&h->name, inj->header))
+		if (in->c->dec.host_injects &&
+		    sl_reqhead_is_credential(&h->name, inj ? inj->header : NULL))
 			continue;
 		/* Ours, in the one spelling the decision was made for. */
 		if (sl_http_span_caseeq(&h->name, "host"))
@@ -1379,8 +1380,9 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 			"X-Method-Override) is refused where a rule for this host names methods");
 		return;
 	}
-	if (inj) {
-		const struct sl_http_header *u = sl_reqhead_underscore_credential(r, inj->header);
+	if (c->dec.host_injects) {
+		const struct sl_http_header *u =
+		    sl_reqhead_underscore_credential(r, inj ? inj->header : NULL);
 
 		if (u) {
 			snprintf(msg, sizeof(msg),
@@ -1390,7 +1392,7 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 			respond(in, 400, "credential-header", msg);
 			return;
 		}
-		if (inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
+		if (inj && inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
 			snprintf(msg, sizeof(msg),
 				 "this rule requires the placeholder: send '%s: %s%s' (the value "
 				 "of the sandbox's placeholder variable) once",

@@ -268,6 +268,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	d->detail = NULL;
 	d->path_checked = false;
 	d->methods_named = false;
+	d->host_injects = false;
 	d->host_kind = SL_HOST_NAME;
 
 	if (sl_host_normalize(req->host, req->host_len, d->host, &d->host_kind, &why) < 0) {
@@ -311,6 +312,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 			const struct sl_rule *r = &p->rules[cand[i]->rules[j]];
 
 			d->methods_named |= r->methods != 0;
+			d->host_injects |= r->has_inject;
 			if (r->kind != SL_RULE_DENY || !port_ok(r, req->port))
 				continue;
 			if (r->methods || r->paths) {

@@ -207,6 +207,9 @@ struct sl_decision {
 	/* Some allow or deny rule for this host (any port) names methods:
 	 * a header that overrides the method must not get past them. */
 	bool methods_named;
+	/* Some allow rule for this host (any port) injects a credential: the
+	 * agent's own credential headers are not passed on to it. */
+	bool host_injects;
 	char host[SL_HOST_BUF]; /* the normal form, "" when invalid */
 	enum sl_host_kind host_kind;
 };

@@ -55,6 +55,9 @@ allow:
     methods: [GET, POST]
     paths: [$2]
 $3
+  - host: api.test
+    methods: [GET]
+    paths: ["/echo-headers-chunked"]
   - host: req.test
     inject: { header: x-api-key, secret: anthropic, require_placeholder: true }
   - host: scrub.test
@@ -149,6 +152,9 @@ check "... none of the agent's 7 credential headers reached the origin" "0" "$(g
 check "... one x-api-key did, the injected one (the origin saw the real key)" "1 1" \
 	"$(grep -ci '^x-api-key:' <<<"$out") $(grep -c '^GET /echo-headers?swap=1 host=api.test auth=real$' "$T/origin.log")"
 check_has "... other headers go on (Idempotency-Key)" "Idempotency-Key: keep-me" "$out"
+out=$(tls api.test "$(get api.test /echo-headers-chunked 'Authorization: Bearer agent-own-8\r\n')")
+check "inspected: the same where the rule that allows the request injects nothing, but another for the host does" \
+	"HTTP 200 0 0" "$(status "$out") $(grep -c 'agent-own' <<<"$out") $(grep -ci '^x-api-key:' <<<"$out")"
 out=$(tls api.test "$(get api.test '/echo-headers?swap=2' 'X_Api_Key: agent-own\r\n')")
 check "inspected: a credential header spelled with '_' is refused (400), not passed" "HTTP 400 0" \
 	"$(status "$out") $(served GET '/echo-headers?swap=2')"

@@ -496,10 +496,35 @@ static void test_path_checked_methods_named(void **state)
 	d = decide(p, "api.x.com", 443, "GET", "/v2/x");
 	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
 	assert_true(d.path_checked);
+	assert_false(d.host_injects);
 	d = decide(p, "free.x.com", 443, "GET", "//any");
 	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
 	assert_false(d.path_checked);
 	assert_false(d.methods_named);
+	assert_false(d.host_injects);
+	sl_policy_free(p);
+	/* Any allow rule for the host that injects, not only the deciding one. */
+	p = load("version: 1\n"
+		 "secrets:\n"
+		 "  k: { env: K }\n"
+		 "allow:\n"
+		 "  - host: api.x.com\n"
+		 "    paths: [\"/v1/*\"]\n"
+		 "    inject: { header: x-api-key, secret: k }\n"
+		 "  - host: api.x.com\n"
+		 "    paths: [\"/open\"]\n");
+	d = decide(p, "api.x.com", 443, "GET", "/open");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_false(d.rule->has_inject);
+	assert_true(d.host_injects);
+	sl_policy_free(p);
+	p = load("version: 1\n"
+		 "allow:\n"
+		 "  - host: dm.x.com\n"
+		 "deny:\n"
+		 "  - host: dm.x.com\n"
+		 "    ports: [8443]\n"
+		 "    methods: [DELETE]\n");
 	/* A deny rule naming methods counts, on any port. */
 	d = decide(p, "dm.x.com", 443, "GET", "/");
 	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
