@@ -433,6 +433,21 @@ static int up_write(struct up *up, const void *p, size_t n)
 
 /* ---- answering inside the tunnel ---- */
 
+/* Write the record of a refused request now: after the first exchange, a
+ * request whose head never parsed would have none at close (conn.c takes
+ * such a connection for one that ended between requests). */
+static void audit_now(struct conn *c)
+{
+	if (c->audited)
+		return;
+	if (!c->decided) {
+		c->dec.rule = NULL;
+		c->decided = true; /* for the host; refused says deny */
+	}
+	conn_write_audit(c);
+	c->audited = true;
+}
+
 /* A refusal (or failure) the client reads as an HTTP response inside its
  * TLS session; then the connection ends. */
 static void respond(struct insp *in, int status, const char *reason, const char *why)
@@ -447,16 +462,7 @@ static void respond(struct insp *in, int status, const char *reason, const char 
 	c->refused = true;
 	if (reason)
 		c->reason = reason;
-	if (!c->audited) {
-		/* Recorded now: a refusal after the first exchange (a head
-		 * that does not parse, say) would have no record at close. */
-		if (!c->decided) {
-			c->dec.rule = NULL;
-			c->decided = true; /* for the host; refused says deny */
-		}
-		conn_write_audit(c);
-		c->audited = true;
-	}
+	audit_now(c);
 	in->st = I_CLOSING;
 	if (in->up) {
 		up_close(in->up);
@@ -1825,6 +1831,14 @@ void conn_inspect_close(struct conn *c)
 
 	if (!in)
 		return;
+	if (in->st == I_HEAD && in->clen && c->n_exchanges) {
+		/* A later request's head, cut short: a record of its own. */
+		c->tunnel = c->parsed = false;
+		c->refused = true;
+		if (!c->reason)
+			c->reason = "incomplete-request";
+		audit_now(c);
+	}
 	in->st = I_CLOSING;
 	if (in->up) {
 		up_close(in->up);

@@ -192,6 +192,10 @@ wait_audit '"host":"api.test"' '"status":400' '"reason":"bad-request"'
 check "... and audited, naming the host" "$((n0 + 1))" \
 	"$(audit_count '"host":"api.test"' '"status":400' '"reason":"bad-request"')"
 check "... it never reached the origin" "0" "$(served GET /v1/s2)"
+tls api.test "$(get api.test /v1/s3)" '@partial:GET /v1/s4 HTTP/1.1\r\nHost: api.test\r\n' >/dev/null
+wait_audit '"host":"api.test"' '"reason":"incomplete-request"'
+check "inspected: a second head cut short has a record of its own" "1" \
+	"$(audit_count '"host":"api.test"' '"reason":"incomplete-request"')"
 
 # ---- a reload reaches connections that are already open ----
 # One inspected and one plain connection, a request on each, a reload

@@ -6,7 +6,7 @@
 # A RAW is a request with \r\n written as such. A RAW of "@reload:NEW:POLICY:
 # PID:ERRFILE" instead copies NEW over POLICY, sends SIGHUP to PID and waits
 # (bounded) until ERRFILE says the policy was reloaded, between two requests
-# on the same open connection. For each response prints "HTTP STATUS", its
+# on the same open connection. "@partial:RAW" sends RAW and closes. For each response prints "HTTP STATUS", its
 # body and "---"; "closed" when the connection ends first.
 import os, shutil, signal, socket, ssl, sys, time
 
@@ -98,6 +98,12 @@ for raw in args:
     if raw.startswith("@reload:"):
         reload(raw)
         continue
+    if raw.startswith("@partial:"):
+        # Part of a head, then the connection ends.
+        s.sendall(raw[9:].encode().decode("unicode_escape").encode("latin1"))
+        s.close()
+        print("sent part, closed")
+        break
     req = raw.encode().decode("unicode_escape").encode("latin1")
     try:
         s.sendall(req)
