@@ -60,13 +60,66 @@ static const char *v4_special(const uint8_t *a)
 	return NULL;
 }
 
+size_t sl_gw_addr_embedded_v4(const uint8_t *a, uint8_t ret[][4], size_t max)
+{
+	static const uint8_t zero[12];
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t translated[12] = { [8] = 0xff, [9] = 0xff };
+	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	static const uint8_t nat64_local[6] = { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 };
+	/* Where RFC 6052 2.2 puts the IPv4 address for a /48, /56 and /64
+	 * prefix (byte 8, "u", is skipped); /96 is the last four bytes. */
+	static const uint8_t layouts[3][4] = { { 6, 7, 9, 10 }, { 7, 9, 10, 11 }, { 9, 10, 11, 12 } };
+	size_t n = 0, i, j;
+
+#define ADD(p)                                                                                     \
+	do {                                                                                       \
+		if (n < max)                                                                       \
+			memcpy(ret[n++], (p), 4);                                                  \
+	} while (0)
+	/* ::ffff:a.b.c.d, ::ffff:0:a.b.c.d (SIIT), ::a.b.c.d (deprecated
+	 * "IPv4-compatible") and the NAT64 well-known prefix 64:ff9b::/96
+	 * all carry it in their last four bytes. */
+	if (!memcmp(a, mapped, 12) || !memcmp(a, translated, 12) || !memcmp(a, zero, 12) ||
+	    !memcmp(a, nat64, 12))
+		ADD(a + 12);
+	/* The local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215) may be used
+	 * whole or with a longer prefix inside it: every place an IPv4 address
+	 * could be is a candidate. */
+	if (!memcmp(a, nat64_local, 6)) {
+		uint8_t v4[4];
+
+		for (i = 0; i < 3; i++) {
+			for (j = 0; j < 4; j++)
+				v4[j] = a[layouts[i][j]];
+			ADD(v4);
+		}
+		ADD(a + 12);
+	}
+	/* 6to4, 2002:V4ADDR::/48. */
+	if (a[0] == 0x20 && a[1] == 0x02)
+		ADD(a + 2);
+	/* Teredo, 2001:0000::/32 (RFC 4380 4): the server's address is bytes
+	 * 4..7, the client's the last 32 bits, inverted. */
+	if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x00 && a[3] == 0x00) {
+		uint8_t v4[4];
+
+		ADD(a + 4);
+		for (j = 0; j < 4; j++)
+			v4[j] = (uint8_t)~a[12 + j];
+		ADD(v4);
+	}
+#undef ADD
+	return n;
+}
+
 const char *sl_gw_addr_special(int family, const uint8_t *a)
 {
 	static const uint8_t zero[12];
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
-	uint8_t v4[4];
-	size_t i;
+	uint8_t v4[4], embedded[8][4];
+	size_t i, n;
 
 	if (family == AF_INET)
 		return v4_special(a);
@@ -104,5 +157,11 @@ const char *sl_gw_addr_special(int family, const uint8_t *a)
 			v4[i] = (uint8_t)~a[12 + i];
 		return v4_special(v4);
 	}
+	/* Every other embedding (SIIT's ::ffff:0:a.b.c.d, the places inside
+	 * the local-use NAT64 prefix) is as special as what it carries. */
+	n = sl_gw_addr_embedded_v4(a, embedded, sizeof(embedded) / sizeof(embedded[0]));
+	for (i = 0; i < n; i++)
+		if (v4_special(embedded[i]))
+			return v4_special(embedded[i]);
 	return NULL;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -20,3 +21,12 @@
  * "metadata", ...).
  */
 const char *sl_gw_addr_special(int family, const uint8_t *addr);
+
+/*
+ * The IPv4 addresses an IPv6 address carries (IPv4-mapped, SIIT, IPv4-
+ * compatible, NAT64 64:ff9b::/96 and every RFC 6052 place inside
+ * 64:ff9b:1::/48, 6to4, both of Teredo's): a translator or tunnel on the
+ * path would deliver a packet to them. Writes at most max of them to ret;
+ * returns how many it wrote (0: none embedded).
+ */
+size_t sl_gw_addr_embedded_v4(const uint8_t *addr16, uint8_t ret[][4], size_t max);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "gateway-internal.h"
 #include "macro.h"
 
@@ -80,24 +81,45 @@ static int load_local_addresses(struct sl_gw *gw)
 	return 0;
 }
 
-bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
+static bool local_has(const struct sl_gw *gw, int family, const void *addr)
 {
 	size_t i;
 
 	for (i = 0; i < gw->n_local; i++) {
 		const struct sockaddr *l = (const struct sockaddr *)&gw->local[i];
 
-		if (l->sa_family != sa->sa_family)
+		if (l->sa_family != family)
 			continue;
-		if (sa->sa_family == AF_INET &&
-		    !memcmp(&((const struct sockaddr_in *)l)->sin_addr,
-			    &((const struct sockaddr_in *)sa)->sin_addr, 4))
+		if (family == AF_INET &&
+		    !memcmp(&((const struct sockaddr_in *)l)->sin_addr, addr, 4))
 			return true;
-		if (sa->sa_family == AF_INET6 &&
-		    !memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr,
-			    &((const struct sockaddr_in6 *)sa)->sin6_addr, 16))
+		if (family == AF_INET6 &&
+		    !memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr, addr, 16))
 			return true;
 	}
+	return false;
+}
+
+bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
+{
+	const uint8_t *a6;
+	uint8_t v4[8][4];
+	size_t i, n;
+
+	if (sa->sa_family == AF_INET)
+		return local_has(gw, AF_INET, &((const struct sockaddr_in *)sa)->sin_addr);
+	if (sa->sa_family != AF_INET6)
+		return false;
+	a6 = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	if (local_has(gw, AF_INET6, a6))
+		return true;
+	/* ::ffff:203.0.113.1 is 203.0.113.1 to the kernel, and a NAT64 or
+	 * 6to4 form of it is too once a translator is on the path: an AAAA
+	 * record written so must not reach the host. */
+	n = sl_gw_addr_embedded_v4(a6, v4, sizeof(v4) / sizeof(v4[0]));
+	for (i = 0; i < n; i++)
+		if (local_has(gw, AF_INET, v4[i]))
+			return true;
 	return false;
 }
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "gateway-internal.h"
 
 static const char *special(const char *text)
 {
@@ -106,6 +107,140 @@ static void test_embedded_ipv4(void **state)
 	PUBLIC("2001:0:cb00:7107::34ff:8ef8");               /* ~cb007107 */
 }
 
+static void test_embedded_forms(void **state)
+{
+	/* SIIT's "IPv4-translated" ::ffff:0:a.b.c.d. */
+	SPECIAL("::ffff:0:10.0.0.1", "private");
+	SPECIAL("::ffff:0:127.0.0.1", "loopback");
+	PUBLIC("::ffff:0:203.0.113.7");
+	/* NAT64 with the well-known prefix, written both ways. */
+	SPECIAL("64:ff9b::10.0.0.1", "private");
+	SPECIAL("64:ff9b::a00:1", "private");
+	SPECIAL("64:ff9b::c0a8:101", "private");
+	/* 6to4 over each special range, and Teredo whose server is public
+	 * but whose (obfuscated) client is private. */
+	SPECIAL("2002:a00:1::1", "private");
+	SPECIAL("2002:c0a8:101::", "private");
+	SPECIAL("2001:0:cb00:7107::f5ff:fffe", "private"); /* ~0a000001 */
+}
+
+/* What sl_gw_addr_embedded_v4 finds in one address, as text. */
+static size_t embedded(const char *text, char ret[][INET_ADDRSTRLEN], size_t max)
+{
+	uint8_t a[16], v4[8][4];
+	size_t i, n;
+
+	if (inet_pton(AF_INET6, text, a) != 1)
+		fail_msg("bad test address %s", text);
+	n = sl_gw_addr_embedded_v4(a, v4, max < 8 ? max : 8);
+	for (i = 0; i < n; i++)
+		inet_ntop(AF_INET, v4[i], ret[i], INET_ADDRSTRLEN);
+	return n;
+}
+
+static bool embeds(const char *text, const char *want)
+{
+	char got[8][INET_ADDRSTRLEN];
+	size_t i, n = embedded(text, got, 8);
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(got[i], want))
+			return true;
+	return false;
+}
+
+static void test_embedded_list(void **state)
+{
+	char got[8][INET_ADDRSTRLEN];
+
+	assert_true(embeds("::ffff:203.0.113.1", "203.0.113.1"));
+	assert_true(embeds("::ffff:0:203.0.113.1", "203.0.113.1"));
+	assert_true(embeds("::203.0.113.1", "203.0.113.1"));
+	assert_true(embeds("64:ff9b::cb00:7101", "203.0.113.1"));
+	/* 64:ff9b:1::/48 with the address where a /48, /56, /64 or /96
+	 * prefix puts it (RFC 6052 2.2: byte 8 is skipped). */
+	assert_true(embeds("64:ff9b:1:cb00:71:100::", "203.0.113.1"));
+	assert_true(embeds("64:ff9b:1:00cb:0:7101::", "203.0.113.1"));
+	assert_true(embeds("64:ff9b:1:0:cb:71:100::", "203.0.113.1"));
+	assert_true(embeds("64:ff9b:1::cb00:7101", "203.0.113.1"));
+	assert_true(embeds("2002:cb00:7101::1", "203.0.113.1"));
+	assert_true(embeds("2001:0:cb00:7101::", "203.0.113.1"));     /* Teredo server */
+	assert_true(embeds("2001:0:1:1::34ff:8efe", "203.0.113.1"));  /* client ~cb007101 */
+	/* An ordinary IPv6 address carries none. */
+	assert_int_equal(embedded("2001:db8::1", got, 8), 0);
+	assert_int_equal(embedded("fe80::1", got, 8), 0);
+	/* max is honoured. */
+	assert_int_equal(embedded("64:ff9b:1::cb00:7101", got, 2), 2);
+}
+
+static void add_local(struct sl_gw *gw, const char *text)
+{
+	struct sockaddr_storage *ss = &gw->local[gw->n_local++];
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)ss)->sin_addr) == 1)
+		ss->ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1)
+		ss->ss_family = AF_INET6;
+	else
+		fail_msg("bad test address %s", text);
+}
+
+static bool is_local(const struct sl_gw *gw, const char *text)
+{
+	struct sockaddr_storage ss = { 0 };
+
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		fail_msg("bad test address %s", text);
+	return sl_gw_is_local(gw, (const struct sockaddr *)&ss);
+}
+
+#define LOCAL(gw, text)                                                                            \
+	do {                                                                                       \
+		if (!is_local(gw, text))                                                           \
+			fail_msg("%s: not recognised as the host's own", text);                    \
+	} while (0)
+#define NOT_LOCAL(gw, text)                                                                        \
+	do {                                                                                       \
+		if (is_local(gw, text))                                                            \
+			fail_msg("%s: taken for the host's own", text);                            \
+	} while (0)
+
+static void test_own_address(void **state)
+{
+	struct sockaddr_storage local[4];
+	struct sl_gw gw = { .local = local };
+
+	add_local(&gw, "203.0.113.1");
+	add_local(&gw, "2001:db8::1");
+	LOCAL(&gw, "203.0.113.1");
+	LOCAL(&gw, "2001:db8::1");
+	/* The host's IPv4 address in every IPv6 dress. */
+	LOCAL(&gw, "::ffff:203.0.113.1");
+	LOCAL(&gw, "::ffff:0:203.0.113.1");
+	LOCAL(&gw, "::203.0.113.1");
+	LOCAL(&gw, "64:ff9b::203.0.113.1");
+	LOCAL(&gw, "64:ff9b:1::cb00:7101");
+	LOCAL(&gw, "64:ff9b:1:cb00:71:100::");
+	LOCAL(&gw, "2002:cb00:7101::1");
+	LOCAL(&gw, "2002:cb00:7101:ffff::");
+	LOCAL(&gw, "2001:0:cb00:7101::");
+	LOCAL(&gw, "2001:0:1:1::34ff:8efe");
+	/* Neighbours are not the host. */
+	NOT_LOCAL(&gw, "203.0.113.2");
+	NOT_LOCAL(&gw, "::ffff:203.0.113.2");
+	NOT_LOCAL(&gw, "64:ff9b::203.0.113.2");
+	NOT_LOCAL(&gw, "2002:cb00:7102::1");
+	NOT_LOCAL(&gw, "2001:db8::2");
+	/* An IPv6 address whose last bytes happen to spell the host's IPv4
+	 * address is not an embedding. */
+	NOT_LOCAL(&gw, "2001:db8::cb00:7101");
+}
+
 static void test_other_family(void **state)
 {
 	uint8_t a[16] = { 0 };
@@ -119,6 +254,9 @@ int main(void)
 		cmocka_unit_test(test_ipv4),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_embedded_ipv4),
+		cmocka_unit_test(test_embedded_forms),
+		cmocka_unit_test(test_embedded_list),
+		cmocka_unit_test(test_own_address),
 		cmocka_unit_test(test_other_family),
 	};
 	return cmocka_run_group_tests_name("addr", tests, NULL, NULL);
