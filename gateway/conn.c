@@ -258,6 +258,10 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 		return;
 	}
 	c->state = ST_RESPONDING;
+	/* A lookup still running (the connect timeout fired while resolving)
+	 * must not connect once it completes: the answer is already sent. */
+	sl_gw_resolve_cancel(c->rreq);
+	c->rreq = NULL;
 	uv_read_stop((uv_stream_t *)&c->client);
 	if (c->upstream_open)
 		close_handle(c, (uv_handle_t *)&c->upstream);
@@ -609,7 +613,7 @@ static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 	char msg[SL_HOST_BUF + 96];
 
 	c->rreq = NULL;
-	if (c->state == ST_CLOSING)
+	if (c->state != ST_RESOLVING)
 		return;
 	if (status < 0) {
 		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host,
