@@ -593,6 +593,17 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		ok = false;
 	}
 
+	if (ok && r.wildcard && r.has_inject) {
+		/* *.example.com matches names nobody has reviewed, some of
+		 * them perhaps the agent's own (a bucket, a pages site): the
+		 * secret would go to whoever holds them. */
+		sl_yaml_error_at(&l->y, host_n, "a credential cannot be injected for a wildcard host "
+				    "('*.%s' sends it to every name below %s, reviewed or not): write "
+				    "a rule with 'inject' for each host that needs it, such as "
+				    "'host: api.%s'", r.host, r.host, r.host);
+		ok = false;
+	}
+
 	/* The rule joins the array even when it has errors: the array is
 	 * freed whole, and loading fails anyway once an error was reported. */
 	(void)ok;

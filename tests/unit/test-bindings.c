@@ -34,11 +34,15 @@ static struct sl_policy *load(const char *yaml)
 	"allow:\n"
 
 /* The policy in force: k1 into x-api-key for api.test on 443, and as a
- * bearer token for every name below example.com (80 and 443). */
+ * bearer token for a.example.com and b.example.com (80 and 443). A secret
+ * never goes to a wildcard: the loader refuses that (test-loader.c). */
 static const char running[] = SECRETS "  - host: api.test\n"
 				      "    ports: [443]\n"
 				      "    inject: { header: x-api-key, secret: k1 }\n"
-				      "  - host: \"*.example.com\"\n"
+				      "  - host: a.example.com\n"
+				      "    inject: { header: Authorization, prefix: \"Bearer \", "
+				      "secret: k1 }\n"
+				      "  - host: b.example.com\n"
 				      "    inject: { header: Authorization, prefix: \"Bearer \", "
 				      "secret: k1 }\n"
 				      "  - host: plain.test\n";
@@ -93,12 +97,11 @@ static void test_same_and_narrower(void **state)
 			  "    paths: [\"/v1/*\"]\n"
 			  "    inject: { header: X-API-Key, secret: k1 }\n"
 			  "  - host: new.test\n");
-	/* Fewer places: one rule gone, a name below the wildcard, a narrower
-	 * wildcard, no inject at all. */
-	expect_ok(SECRETS "  - host: api.example.com\n"
+	/* Fewer places: rules gone, fewer ports, no inject at all. */
+	expect_ok(SECRETS "  - host: a.example.com\n"
 			  "    ports: [443]\n"
 			  "    inject: { header: Authorization, prefix: \"Bearer \", secret: k1 }\n"
-			  "  - host: \"*.eu.example.com\"\n"
+			  "  - host: b.example.com\n"
 			  "    inject: { header: authorization, prefix: \"Bearer \", secret: k1 }\n");
 	expect_ok(SECRETS "  - host: api.test\n");
 }
@@ -110,21 +113,21 @@ static void test_new_host(void **state)
 			       "    ports: [443]\n"
 			       "    inject: { header: x-api-key, secret: k1 }\n",
 		       "new.yaml:6:5: secret 'k1' is bound to evil.test");
-	/* The wildcard's own suffix is not below it. */
+	/* The parent of the hosts that have it. */
 	expect_refused(SECRETS "  - host: example.com\n"
 			       "    inject: { header: Authorization, prefix: \"Bearer \", "
 			       "secret: k1 }\n",
 		       "bound to example.com");
-	/* A wider wildcard than the running one. */
-	expect_refused(SECRETS "  - host: \"*.com\"\n"
+	/* A sibling of the hosts that have it. */
+	expect_refused(SECRETS "  - host: c.example.com\n"
 			       "    inject: { header: Authorization, prefix: \"Bearer \", "
 			       "secret: k1 }\n",
-		       "bound to *.com");
-	/* A wildcard over a name that had the secret exactly. */
-	expect_refused(SECRETS "  - host: \"*.api.test\"\n"
+		       "bound to c.example.com");
+	/* A name below one that had the secret exactly. */
+	expect_refused(SECRETS "  - host: v2.api.test\n"
 			       "    ports: [443]\n"
 			       "    inject: { header: x-api-key, secret: k1 }\n",
-		       "*.api.test");
+		       "bound to v2.api.test");
 	/* Another secret (loaded, but sent elsewhere) on k1's host. */
 	expect_refused(SECRETS "  - host: api.test\n"
 			       "    ports: [443]\n"

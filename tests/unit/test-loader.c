@@ -340,6 +340,12 @@ static void test_secrets_and_inject(void **state)
 	EXPECT("version: 1\nsecrets:\n  k: { env: K }\nallow:\n  - host: 10.0.0.1\n"
 	       "    inject: { header: a, secret: k }\n",
 	       "t.yaml:5:11: a credential can only be injected for a host name");
+	/* Nor for a wildcard: it says which rule, why, and what to write. */
+	EXPECT("version: 1\nsecrets:\n  k: { env: K }\nallow:\n  - host: \"*.example.com\"\n"
+	       "    inject: { header: a, secret: k }\n",
+	       "t.yaml:5:11: a credential cannot be injected for a wildcard host ('*.example.com' "
+	       "sends it to every name below example.com, reviewed or not): write a rule with "
+	       "'inject' for each host that needs it, such as 'host: api.example.com'");
 
 	/* Secrets may come after the rules that use them. */
 	struct sl_policy *p = load_ok("version: 1\nallow:\n  - host: a.com\n"
