@@ -312,6 +312,11 @@ int sl_cmd_gateway(int argc, char **argv)
 		return SL_EXIT_USAGE;
 	}
 
+	if (sl_gw_reserve_fds(cfg.max_connections, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice gateway: --max-connections %u: %s\n", cfg.max_connections,
+			err);
+		return SL_EXIT_USAGE;
+	}
 	if (load_policy(g.policy_path, &policy) < 0)
 		return SL_EXIT_INVALID;
 	g.tls.prog = "sluice gateway";

@@ -342,10 +342,19 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 			return ret;
 		}
 	}
+	sl_gw_config_defaults(&cfg);
+	{
+		char why[320];
+
+		ret = sl_gw_reserve_fds(cfg.max_connections, why, sizeof(why));
+		if (ret < 0) {
+			snprintf(err, errlen, "gateway: %s", why);
+			return ret;
+		}
+	}
 	ret = sl_gw_resolver_new(&t->loop, resolver, &t->resolver, err, errlen);
 	if (ret < 0)
 		return ret;
-	sl_gw_config_defaults(&cfg);
 	cfg.sandbox = sl_netns_sandbox_host_ifname(sb);
 	/* Only the sandbox's own address is served (the host's rules say
 	 * the same; this holds if they are flushed). */

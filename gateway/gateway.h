@@ -37,6 +37,16 @@ struct sl_gw_config {
 
 void sl_gw_config_defaults(struct sl_gw_config *c);
 
+/*
+ * Make room for max_connections in this process's RLIMIT_NOFILE (limits.c):
+ * raise the soft limit to sl_gw_fds_needed(), and the hard one too where
+ * that is allowed (CAP_SYS_RESOURCE). 0, or a negative errno with err
+ * saying how many files are needed, the limit, and the most connections
+ * that fit. Call it before the gateway opens anything.
+ */
+unsigned long sl_gw_fds_needed(unsigned max_connections);
+int sl_gw_reserve_fds(unsigned max_connections, char *err, size_t errlen);
+
 struct sl_gw;
 
 /* policy: taken over. resolver, audit: borrowed, must outlive the gateway. */
