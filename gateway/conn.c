@@ -566,6 +566,7 @@ const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_g
 	size_t i;
 
 	*ret_refused = NULL;
+	sl_gw_local_sync(c->gw);
 	for (i = 0; i < a->n; i++) {
 		const struct sockaddr *sa = (const struct sockaddr *)&a->addr[i];
 		const uint8_t *bytes =

@@ -33,6 +33,11 @@ struct sl_gw {
 	 * says about private ranges. */
 	struct sockaddr_storage *local;
 	size_t n_local;
+	/* NETLINK_ROUTE, subscribed to address changes: the list above is
+	 * read again whenever the kernel says one changed. */
+	int nl_fd;
+	uv_poll_t nl_poll;
+	bool nl_open;
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
 	struct sl_dns_budget *budget; /* dns-gate.c: new names per wildcard */
@@ -87,7 +92,13 @@ bool sl_gw_peer_allowed(const struct sl_gw *gw, const struct sockaddr *sa);
  * "not-the-sandbox", client "ADDR:PORT". */
 void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *client);
 
-/* Is this address one of the gateway host's own? */
+/* Read the host's addresses again if the kernel said they changed since
+ * the last look (a non-blocking read): call it before sl_gw_is_local
+ * decides a connection. */
+void sl_gw_local_sync(struct sl_gw *gw);
+
+/* Is this address one of the gateway host's own? An IPv6 address that
+ * embeds one of the host's IPv4 addresses (sl_gw_addr_embedded_v4) is. */
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);
 
 /* "ADDR:PORT" (IPv6 in brackets) of a listener named by flag, for messages. */

@@ -2,6 +2,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +52,13 @@ static struct sl_gw_policy *policy_wrap(struct sl_policy *p)
 }
 
 /* Every address of every interface of the host (in the gateway's
- * namespace): none of them is ever a destination for the sandbox. */
+ * namespace, the host's: the gateway never moves into the sandbox's):
+ * none of them is ever a destination for the sandbox. The list is
+ * replaced whole, and only once the new one is complete: a failure keeps
+ * the old one rather than none. */
 static int load_local_addresses(struct sl_gw *gw)
 {
+	struct sockaddr_storage *local;
 	struct ifaddrs *ifa, *i;
 	size_t n = 0;
 
@@ -62,23 +68,125 @@ static int load_local_addresses(struct sl_gw *gw)
 		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
 				    i->ifa_addr->sa_family == AF_INET6))
 			n++;
-	free(gw->local);
-	gw->local = calloc(n ? n : 1, sizeof(*gw->local));
-	gw->n_local = 0;
-	if (!gw->local) {
+	local = calloc(n ? n : 1, sizeof(*local));
+	if (!local) {
 		freeifaddrs(ifa);
 		return -ENOMEM;
 	}
+	n = 0;
 	for (i = ifa; i; i = i->ifa_next) {
 		if (!i->ifa_addr)
 			continue;
 		if (i->ifa_addr->sa_family == AF_INET)
-			memcpy(&gw->local[gw->n_local++], i->ifa_addr, sizeof(struct sockaddr_in));
+			memcpy(&local[n++], i->ifa_addr, sizeof(struct sockaddr_in));
 		else if (i->ifa_addr->sa_family == AF_INET6)
-			memcpy(&gw->local[gw->n_local++], i->ifa_addr, sizeof(struct sockaddr_in6));
+			memcpy(&local[n++], i->ifa_addr, sizeof(struct sockaddr_in6));
 	}
 	freeifaddrs(ifa);
+	free(gw->local);
+	gw->local = local;
+	gw->n_local = n;
 	return 0;
+}
+
+/*
+ * Addresses come and go after start (DHCP, a new interface, a VPN): the
+ * kernel tells a NETLINK_ROUTE socket subscribed to the address groups,
+ * which needs no privilege, so this works in an unprivileged gateway
+ * process too. The messages are not parsed: any of them (or an overrun,
+ * ENOBUFS) means "read the list again". The kernel queues the message
+ * before `ip addr add` returns, so draining the socket right before
+ * choosing an address (sl_gw_local_sync) leaves no window in which a new
+ * address is not yet known.
+ */
+#define NL_READS_PER_SYNC 64
+
+void sl_gw_local_sync(struct sl_gw *gw)
+{
+	char buf[8192];
+	bool changed = false;
+	int k, r;
+
+	if (gw->nl_fd < 0)
+		return;
+	for (k = 0; k < NL_READS_PER_SYNC; k++) {
+		struct sockaddr_nl from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(gw->nl_fd, buf, sizeof(buf), MSG_DONTWAIT,
+				     (struct sockaddr *)&from, &fl);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == ENOBUFS) {
+			changed = true; /* lost some: read the whole list anyway */
+			continue;
+		}
+		if (n <= 0)
+			break;
+		/* Only the kernel (port 0) speaks for the addresses. */
+		if (fl == sizeof(from) && from.nl_pid == 0)
+			changed = true;
+	}
+	/* Still more queued after NL_READS_PER_SYNC: read the list now, and
+	 * the poll comes back for the rest. */
+	if (!changed)
+		return;
+	r = load_local_addresses(gw);
+	if (r < 0)
+		fprintf(stderr,
+			"sluice gateway: the host's addresses changed and cannot be read again: %s; "
+			"the previous list stays in force\n",
+			strerror(-r));
+}
+
+static void local_watch_cb(uv_poll_t *p, int status, int events)
+{
+	(void)status;
+	(void)events;
+	sl_gw_local_sync(p->data);
+}
+
+/* The socket first, subscribed; the poll once the list is read. */
+static int local_watch_open(struct sl_gw *gw)
+{
+	struct sockaddr_nl sa = {
+	    .nl_family = AF_NETLINK,
+	    .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	};
+	int r;
+
+	gw->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	if (gw->nl_fd < 0)
+		return negative_errno();
+	if (bind(gw->nl_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = negative_errno();
+		sl_closep(&gw->nl_fd);
+		gw->nl_fd = -1;
+		return r;
+	}
+	return 0;
+}
+
+static int local_watch_start(struct sl_gw *gw)
+{
+	int r = uv_poll_init(gw->loop, &gw->nl_poll, gw->nl_fd);
+
+	if (r < 0)
+		return r;
+	gw->nl_poll.data = gw;
+	gw->nl_open = true;
+	uv_poll_start(&gw->nl_poll, UV_READABLE, local_watch_cb);
+	return 0;
+}
+
+static void local_watch_closed(uv_handle_t *h)
+{
+	struct sl_gw *gw = h->data;
+
+	sl_closep(&gw->nl_fd);
+	gw->nl_fd = -1;
+	gw->nl_open = false;
+	sl_gw_maybe_free(gw);
 }
 
 static bool local_has(const struct sl_gw *gw, int family, const void *addr)
@@ -217,12 +325,25 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		free(gw);
 		return -ENOMEM;
 	}
-	r = load_local_addresses(gw);
+	/* Subscribed first, read second: a change in between is not lost. */
+	gw->nl_fd = -1;
+	r = local_watch_open(gw);
+	if (r >= 0)
+		r = load_local_addresses(gw);
 	if (r >= 0)
 		r = sl_gw_budget_init(gw);
+	if (r >= 0) {
+		r = local_watch_start(gw);
+		if (r < 0) {
+			/* The resolver's gate must not point at a freed gw. */
+			sl_gw_budget_stop(gw);
+			sl_gw_budget_free(gw);
+		}
+	}
 	if (r < 0) {
 		free(gw->local);
 		sl_gw_policy_unref(gw->policy);
+		sl_closep(&gw->nl_fd);
 		free(gw);
 		return r;
 	}
@@ -338,7 +459,7 @@ static void proxy_closed(uv_handle_t *h)
 
 void sl_gw_maybe_free(struct sl_gw *gw)
 {
-	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->conns ||
+	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->nl_open || gw->conns ||
 	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw))
 		return;
 	/* What the last window kept out of the log is said at the end. */
@@ -363,5 +484,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 		uv_close((uv_handle_t *)&gw->capture, proxy_closed);
 	if (gw->proxy_open && !uv_is_closing((uv_handle_t *)&gw->proxy))
 		uv_close((uv_handle_t *)&gw->proxy, proxy_closed);
+	if (gw->nl_open && !uv_is_closing((uv_handle_t *)&gw->nl_poll))
+		uv_close((uv_handle_t *)&gw->nl_poll, local_watch_closed);
 	sl_gw_maybe_free(gw);
 }
