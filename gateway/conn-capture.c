@@ -161,6 +161,7 @@ void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	struct conn *c = s->data;
 	size_t cap = c->gw->cfg.max_header_bytes + 1 > HELLO_MAX ? c->gw->cfg.max_header_bytes + 1
 								 : HELLO_MAX;
+	bool began;
 
 	if (nread <= 0) {
 		free(buf->base);
@@ -171,14 +172,20 @@ void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		return;
 	}
-	if (c->len + (size_t)nread > cap) {
+	/* Only the head (or hello) is capped: a read may bring a head and
+	 * the start of its body, which must reach the origin whole. */
+	if (c->len > cap) {
 		free(buf->base);
 		conn_respond_error(c, 431, "header-too-large", "request head too large");
 		return;
 	}
+	began = c->len == 0;
 	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
 		conn_close(c);
 		return;
 	}
+	/* A head has begun: its deadline, once, from now (slowloris). */
+	if (began)
+		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
 	conn_capture_classify(c);
 }

@@ -22,23 +22,59 @@ static void next_request(struct conn *c);
 void conn_body_error(struct conn *c)
 {
 	if (!c->bytes_down) {
-		conn_respond_error(c, 400, "bad-request", "bad framing in the request body");
+		char why[160];
+
+		snprintf(why, sizeof(why), "bad framing in the request body: %s",
+			 c->body.why ? c->body.why : "broken");
+		conn_respond_error(c, 400, "bad-framing", why);
 		return;
 	}
 	c->refused = true;
-	c->reason = "bad-request";
+	c->reason = "bad-framing";
 	conn_close(c);
 }
 
+/* Feed the request body's bytes in p[0..n): what belongs to the body goes
+ * to the origin framed by us, never as the client framed it. Returns how
+ * many of the n bytes were the body's, or -1 when c was refused or closed. */
+ssize_t conn_body_forward(struct conn *c, const char *p, size_t n)
+{
+	size_t cap = n + SL_HTTP_BODY_SLACK, olen = 0;
+	char *out = malloc(cap);
+	ssize_t k;
+
+	if (!out) {
+		conn_close(c);
+		return -1;
+	}
+	k = sl_http_body_feed(&c->body, p, n, out, cap, &olen);
+	if (k < 0) {
+		free(out);
+		conn_body_error(c);
+		return -1;
+	}
+	c->body_done = sl_http_body_is_done(&c->body);
+	if (olen == 0) {
+		free(out);
+		return k;
+	}
+	c->bytes_up += olen;
+	if (conn_send_owned(c, false, out, olen, false) < 0) {
+		conn_close(c);
+		return -1;
+	}
+	return k;
+}
+
+/* The client's bytes after this request's body: the next request, kept
+ * whole (a head and part of its body can come in one read); the head's
+ * own cap applies when it is parsed. */
 int conn_keep_pipelined(struct conn *c, const char *p, size_t n)
 {
 	char *grown;
 
 	if (n == 0)
 		return 0;
-	if (c->pipelined_len + n > c->gw->cfg.max_header_bytes + 1)
-		n = c->gw->cfg.max_header_bytes + 1 -
-		    c->pipelined_len; /* over the cap: 431 later */
 	grown = realloc(c->pipelined, c->pipelined_len + n);
 	if (!grown)
 		return -ENOMEM;
@@ -178,8 +214,11 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 				return false;
 			}
 		} else {
-			c->keep_alive =
-			    c->client_keep_alive && c->resp.self_delimited && c->status != 101;
+			/* An origin that answers before the request's body is
+			 * all here leaves the rest unread: those bytes must not
+			 * be read as the next request's head. Close, and say so. */
+			c->keep_alive = c->client_keep_alive && c->resp.self_delimited &&
+					c->status != 101 && c->body_done;
 			if (forward_response_head(c, c->rbuf, &h) < 0) {
 				conn_close(c);
 				return false;
@@ -344,20 +383,10 @@ void conn_http_start(struct conn *c)
 	c->body_done = sl_http_body_is_done(&c->body);
 	rest = c->len - r.head_len;
 	if (rest && !c->body_done) {
-		ssize_t k = sl_http_body_feed(&c->body, c->buf + r.head_len, rest);
+		ssize_t k = conn_body_forward(c, c->buf + r.head_len, rest);
 
-		if (k < 0) {
-			conn_body_error(c);
+		if (k < 0)
 			return;
-		}
-		if (k > 0) {
-			c->bytes_up += (size_t)k;
-			if (conn_send_copy(c, false, c->buf + r.head_len, (size_t)k, false) < 0) {
-				conn_close(c);
-				return;
-			}
-		}
-		c->body_done = sl_http_body_is_done(&c->body);
 		if (c->body_done &&
 		    conn_keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
 			conn_close(c);

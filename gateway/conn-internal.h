@@ -122,6 +122,7 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 void conn_process_head(struct conn *c);
 void conn_body_error(struct conn *c);
 int conn_keep_pipelined(struct conn *c, const char *p, size_t n);
+ssize_t conn_body_forward(struct conn *c, const char *p, size_t n);
 void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf);
 void conn_http_start(struct conn *c);
 void conn_tunnel_start(struct conn *c);

@@ -416,31 +416,31 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 	}
 	n = (size_t)nread;
 	if (c->body_active) {
-		/* Forward only the request's own body: whatever follows it
-		 * would reach the origin as a request nobody decided. */
-		ssize_t k = sl_http_body_feed(&c->body, buf->base, n);
+		/* Forward only the request's own body, framed by us: whatever
+		 * follows it would reach the origin as a request nobody
+		 * decided, and the client's framing is the client's to bend. */
+		ssize_t k;
 
+		uv_timer_again(&c->timer);
+		k = conn_body_forward(c, buf->base, n);
 		if (k < 0) {
 			free(buf->base);
-			conn_body_error(c);
 			return;
 		}
-		n = (size_t)k;
-		if (sl_http_body_is_done(&c->body)) {
-			c->body_done = true;
+		if (c->body_done) {
 			uv_read_stop(s);
 			/* The next request, pipelined: kept for when this
 			 * exchange is over, to be decided on its own. */
-			if (conn_keep_pipelined(c, buf->base + n, (size_t)nread - n) < 0) {
+			if (conn_keep_pipelined(c, buf->base + k, n - (size_t)k) < 0) {
 				free(buf->base);
 				conn_close(c);
 				return;
 			}
 		}
-		if (n == 0) {
-			free(buf->base);
-			return;
-		}
+		free(buf->base);
+		if (c->state == ST_RELAY)
+			conn_maybe_pause(c, true);
+		return;
 	}
 	uv_timer_again(&c->timer);
 	c->bytes_up += n;
@@ -797,6 +797,7 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
 	size_t max = c->gw->cfg.max_header_bytes;
+	bool began;
 
 	if (nread <= 0) {
 		free(buf->base);
@@ -807,15 +808,25 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		return;
 	}
-	/* Keep at most one byte more than the cap: enough to know it is over. */
-	if (c->len + (size_t)nread > max + 1)
-		nread = (ssize_t)(max + 1 - c->len);
+	/* Only the head is capped (the parser refuses one over max with
+	 * 431): a read may bring the head and the start of its body, which
+	 * must reach the origin whole. One read past the cap is the most
+	 * ever kept. */
+	if (c->len > max) {
+		free(buf->base);
+		conn_respond_error(c, 431, "header-too-large", "request head too large");
+		return;
+	}
+	began = c->len == 0;
 	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
 		conn_close(c);
 		return;
 	}
-	if (c->n_exchanges)
-		conn_arm_timer(c, c->gw->cfg.header_timeout_ms); /* a head has begun */
+	/* A head has begun: its deadline runs from now, and bytes trickling
+	 * in do not push it back (slowloris). The first request's runs from
+	 * the accept. */
+	if (began && c->n_exchanges)
+		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
 	conn_process_head(c);
 }
 

@@ -72,21 +72,37 @@ int sl_http_parse_url(const struct sl_http_span *target, struct sl_http_url *ret
 		      const char **ret_why);
 
 /*
- * Where a request's body ends. Fed the head, then the bytes that follow it,
- * it says how many of them belong to this request (Content-Length or
- * chunked framing, as llhttp reads it); the rest would be a next request.
+ * A request's body, decoded by its own framing (Content-Length, or chunked
+ * read strictly: hex digits and CRLF only; no chunk extensions, no
+ * whitespace, no bare CR or LF, no trailer fields) and framed again by us,
+ * so the origin receives only the bytes the gateway parsed, never the
+ * client's framing. Fed the head, then the bytes that follow it, it says
+ * how many of them belong to this request; the rest would be a next
+ * request, decided on its own.
  */
 struct sl_http_body {
-	_Alignas(16) unsigned char parser[128]; /* an llhttp_t, kept opaque here */
-	void *settings;
+	uint64_t left;	 /* bytes still to come: of the body, or of this chunk */
+	unsigned st;	 /* where in the chunked framing we are */
+	unsigned digits; /* of the chunk size being read */
+	bool chunked;
 	bool done;
 	bool failed;
+	const char *why; /* when failed */
 };
+
+/* The most a feed's output exceeds its input: a chunk's size line and the
+ * last chunk's CRLF may have been read by an earlier feed. */
+#define SL_HTTP_BODY_SLACK 32
 
 int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len);
 /* Returns how many of data[0..len) belong to the body (the rest must not be
- * forwarded), or -EINVAL when the body's framing is broken. */
-ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len);
+ * forwarded), or -EINVAL (b->why says why) when the body's framing is
+ * broken. out (out_cap bytes; len + SL_HTTP_BODY_SLACK is always enough)
+ * receives *ret_out_len bytes: what to send the origin for them. A chunked
+ * body goes out as chunks of our own, one per stretch of data: sizes in
+ * lowercase hex, nothing else on the line, CRLF after each. */
+ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len, char *out,
+			  size_t out_cap, size_t *ret_out_len);
 bool sl_http_body_is_done(const struct sl_http_body *b);
 void sl_http_body_done(struct sl_http_body *b);
 

@@ -1463,17 +1463,37 @@ static void forward_body(struct insp *in)
 
 	if (in->body_done || !in->clen)
 		return;
-	k = sl_http_body_feed(&in->body, in->cbuf, in->clen);
-	if (k < 0) {
-		respond(in, 400, "bad-request", "bad framing in the request body");
-		return;
-	}
-	if (k > 0) {
-		if (up_write(in->up, in->cbuf, (size_t)k) < 0) {
+	{
+		/* The origin gets the body framed by us, never the client's
+		 * framing: on a kept-alive upstream connection, bytes it read
+		 * another way would be a request nobody decided. */
+		size_t cap = in->clen + SL_HTTP_BODY_SLACK, olen = 0;
+		char *out = malloc(cap);
+		int w;
+
+		if (!out) {
 			conn_close(c);
 			return;
 		}
-		c->bytes_up += (size_t)k;
+		k = sl_http_body_feed(&in->body, in->cbuf, in->clen, out, cap, &olen);
+		if (k < 0) {
+			char why[160];
+
+			free(out);
+			snprintf(why, sizeof(why), "bad framing in the request body: %s",
+				 in->body.why ? in->body.why : "broken");
+			respond(in, 400, "bad-framing", why);
+			return;
+		}
+		w = up_write(in->up, out, olen);
+		free(out);
+		if (w < 0) {
+			conn_close(c);
+			return;
+		}
+		c->bytes_up += olen;
+	}
+	if (k > 0) {
 		memmove(in->cbuf, in->cbuf + k, in->clen - (size_t)k);
 		in->clen -= (size_t)k;
 	}
