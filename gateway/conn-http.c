@@ -105,6 +105,13 @@ static void upstream_closed_next(uv_handle_t *h)
 static void end_exchange(struct conn *c)
 {
 	uv_read_stop((uv_stream_t *)&c->upstream);
+	if (!c->body_done) {
+		/* The origin answered before the body was all here: the
+		 * exchange is over, and what the client still sends is the
+		 * rest of a body nobody will read, not a request. */
+		uv_read_stop((uv_stream_t *)&c->client);
+		c->body_done = true;
+	}
 	if (!c->keep_alive) {
 		c->client_eof = c->upstream_eof = true;
 		conn_half_close(c, false);
