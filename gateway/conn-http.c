@@ -161,21 +161,75 @@ static int forward_response_head(struct conn *c, const char *head, const struct 
 	return conn_send_owned(c, true, out, len, false);
 }
 
-/* Relay what belongs to the response body; end the exchange with it.
- * Returns false when c was closed. */
+/* A response body's bytes as the client gets them: the origin's framing
+ * taken out, ours put in (chunked stays chunked, in chunks of our own;
+ * chunk extensions and trailers are not passed on). */
+struct resp_out {
+	char *p;
+	size_t len, cap;
+	bool chunked;
+};
+
+static int resp_out_put(struct resp_out *o, const char *p, size_t n)
+{
+	if (n > o->cap - o->len) {
+		size_t cap = o->len + n + 64;
+		char *grown = realloc(o->p, cap);
+
+		if (!grown)
+			return -ENOMEM;
+		o->p = grown;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, p, n);
+	o->len += n;
+	return 0;
+}
+
+static int resp_out_data(void *userdata, const char *p, size_t n)
+{
+	struct resp_out *o = userdata;
+	char line[24];
+	int k;
+
+	if (!o->chunked)
+		return resp_out_put(o, p, n);
+	k = snprintf(line, sizeof(line), "%zx\r\n", n);
+	if (resp_out_put(o, line, (size_t)k) < 0 || resp_out_put(o, p, n) < 0 ||
+	    resp_out_put(o, "\r\n", 2) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Relay what belongs to the response body, framed by us; end the
+ * exchange with it. Returns false when c was closed. */
 static bool response_body(struct conn *c, const char *p, size_t n)
 {
-	ssize_t b = n && !c->resp.done ? sl_http_response_feed(&c->resp, p, n) : 0;
+	struct resp_out o = {.chunked = c->resp.chunked};
+	bool was_done = c->resp.done;
+	ssize_t b = 0;
 
+	if (n && !c->resp.done) {
+		c->resp.on_data = resp_out_data;
+		c->resp.userdata = &o;
+		b = sl_http_response_feed(&c->resp, p, n);
+		c->resp.on_data = NULL;
+		c->resp.userdata = NULL;
+	}
+	if (b >= 0 && !was_done && c->resp.done && c->resp.chunked && resp_out_put(&o, "0\r\n\r\n", 5) < 0)
+		b = -ENOMEM;
 	if (b < 0) {
+		free(o.p);
 		conn_close(c);
 		return false;
 	}
-	c->bytes_down += (size_t)b;
-	if (b && conn_send_copy(c, true, p, (size_t)b, false) < 0) {
+	c->bytes_down += o.len;
+	if (o.len && conn_send_owned(c, true, o.p, o.len, false) < 0) {
 		conn_close(c);
 		return false;
 	}
+	if (!o.len)
+		free(o.p);
 	if (c->resp.done)
 		end_exchange(c);
 	return c->state != ST_CLOSING;

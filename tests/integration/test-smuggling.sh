@@ -52,7 +52,7 @@ CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=raw.test \
 	-addext subjectAltName=DNS:raw.test -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
-world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:early 443:full:tls \
+world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:early 82:chunky 443:full:tls \
 	444:early:tls --cert "$T/cert.pem" --key "$T/key.pem"
 for _ in $(seq 50); do [ -e "$R/ready" ] && break; sleep 0.1; done
 [ -e "$R/ready" ] || { echo "not ok - the raw origin did not start"; exit 1; }
@@ -62,7 +62,7 @@ cat >"$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: raw.test
-    ports: [80, 81]
+    ports: [80, 81, 82]
   - host: raw.test
     ports: [443, 444]
     methods: [GET, POST]
@@ -193,6 +193,11 @@ len=$(($(printf "$E2" | wc -c) + 5))
 out=$(conv tls:raw.test:444 "send:POST /early HTTP/1.1\\r\\nHost: raw.test:444\\r\\nContent-Length: $len\\r\\n\\r\\nhello" \
 	read "send:$E2" rest)
 check "inspected: an early 403, then the rest of the body: closed" "403 early | closed" "$out"
+
+# ---- responses are framed by the gateway too ----
+out=$(conv 'send:GET http://raw.test:82/r HTTP/1.1\r\nHost: raw.test:82\r\n\r\n' raw)
+check "a chunked response reaches the client framed by the gateway (no extension, no trailer)" \
+	'5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n' "$out"
 
 # ---- what the origin saw, in all ----
 check "no smuggled request reached the origin, on any connection" "0 0" \

@@ -8,6 +8,8 @@
 #   MODE full    read each request's head and body, answer 200 with
 #                "raw-origin ok <sha256 of the body>", keep the connection
 #                alive and read the next request
+#        chunky  like full, but the answer is chunked the way an origin
+#                may write it: a chunk extension, leading zeros, a trailer
 #        early   answer 403 ("early") as soon as the head is in, without
 #                reading the body; keep the connection alive and go on
 #                reading (every further byte is logged, and parsed as the
@@ -138,6 +140,12 @@ class Conn:
                 "conn=%d port=%s %s %s body=%d sha256=%s"
                 % (self.n, self.port, method, target, len(body), digest)
             )
+            if mode == "chunky":
+                self.sock.sendall(
+                    b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    b"0005;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+                )
+                continue
             self.answer(200, b"raw-origin ok " + digest.encode())
 
 

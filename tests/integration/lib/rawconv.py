@@ -13,6 +13,8 @@
 #                      stopping early if the gateway answers or closes
 #   read               read one response (head, and body by its
 #                      Content-Length); print "STATUS BODY"
+#   raw                read a response with a chunked body, to its last
+#                      chunk; print its body's bytes as Python escapes
 #   rest               read until the gateway closes; print "closed",
 #                      or "open" if it is still open after 5 s
 # Each step's output is one word or line, joined with " | ".
@@ -109,6 +111,14 @@ for step in sys.argv[3:]:
                 break
     elif kind == "read":
         out.append(read_response())
+    elif kind == "raw":
+        try:
+            while b"\r\n\r\n" not in buf or b"\r\n0\r\n\r\n" not in buf.split(b"\r\n\r\n", 1)[1]:
+                fill(5)
+        except (EOFError, OSError):
+            pass
+        body = buf.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in buf else b""
+        out.append(body.decode("latin1").encode("unicode_escape").decode())
     elif kind == "rest":
         try:
             while True:
