@@ -1007,8 +1007,10 @@ check "... no request hidden after them reached the origin" "0 0 0" \
 check "a whole request as a correctly framed body, and one pipelined after it: the body stays a body, the second is decided (403)" \
 	"400 403" "$(res body-hides-request)"
 check "... the origin ran neither" "0 0" "$(origin_count /v1/files-body) $(origin_count /v1/files-pipe)"
-check "a chunked body with an extension and a trailer, then a pipelined GET: 200, then 403" \
-	"200 403" "$(res chunked-trailer-pipeline)"
+# Chunk extensions and request trailers are refused (docs/gateway.md): some
+# origins read them otherwise, and some merge trailers into the headers.
+check "a chunked body with an extension and a trailer, then a pipelined GET: 400, closed" \
+	"400 closed" "$(res chunked-trailer-pipeline)"
 check "... the origin never saw the GET" "0" "$(origin_count /v1/files-trailer2)"
 check "Expect: 100-continue: the 100 passes, the body that follows stays a body" \
 	"HTTP/1.1 100 Continue | 400" "$(res expect-continue)"
