@@ -481,6 +481,44 @@ static void test_framing_heads(void **state)
 	refused("POST http://a/ HTTP/1.1\rHost: a\r\n\r\n", 0, NULL);
 }
 
+/* Responses are parsed by llhttp built strict: the shapes a lenient build
+ * took for chunk framing are refused, in responses too. */
+static int resp_sink(void *userdata, const char *p, size_t n)
+{
+	(void)userdata;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+static ssize_t resp_body(const char *body)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+	struct sl_http_response r;
+	struct sl_http_request h;
+
+	assert_int_equal(sl_http_response_begin(&r, head, sizeof(head) - 1, 4096, false, &h),
+			 (int)sizeof(head) - 1);
+	r.on_data = resp_sink;
+	return sl_http_response_feed(&r, body, strlen(body));
+}
+
+static void test_response_strict(void **state)
+{
+	struct sl_http_response r;
+	struct sl_http_request h;
+	static const char cr_head[] = "HTTP/1.1 200 OK\r\nX: a\rContent-Length: 0\r\n\r\n";
+
+	(void)state;
+	assert_int_equal(resp_body("5\r\nhello\r\n0\r\n\r\n"), 15);
+	assert_true(resp_body("5\rXhello\r\n0\r\n\r\n") < 0);
+	assert_true(resp_body("5\rhello\r\n0\r\n\r\n") < 0);
+	assert_true(resp_body("5\r\nhelloXX0\r\n\r\n") < 0);
+	assert_true(resp_body("5\r\nhello\n0\r\n\r\n") < 0);
+	assert_true(resp_body("5\r\nhello\r\n0\r\n\rX") < 0);
+	assert_true(sl_http_response_begin(&r, cr_head, sizeof(cr_head) - 1, 4096, false, &h) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_chunked_strict),
 		cmocka_unit_test(test_length_body),
 		cmocka_unit_test(test_framing_heads),
+		cmocka_unit_test(test_response_strict),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }
