@@ -58,11 +58,56 @@ static void print_rule(const struct sl_policy *p, const struct sl_rule *r)
 		if (r->inject.require_placeholder)
 			printf(" require_placeholder");
 	}
+	if (r->opaque)
+		printf("  protocol tcp");
 	if (r->inspect)
 		printf("  (inspected)");
 	if (r->exact_dns)
 		printf("  exact_dns (not answered by the sandbox's DNS)");
 	printf("  # line %u\n", r->line);
+}
+
+/* A port an inspected rule lists that is not a web port: only TLS (and
+ * plain HTTP) gets through there, so an ssh or database client would be
+ * refused at run time (inspect-needs-tls); say so now. */
+static void warn_inspected_ports(const char *file, const struct sl_policy *p)
+{
+	size_t i, j;
+	char id[96];
+
+	for (i = 0; i < p->n_allow; i++) {
+		const struct sl_rule *r = &p->rules[i];
+
+		if (!r->inspect || !r->ports)
+			continue;
+		for (j = 0; j < r->n_ports; j++) {
+			uint16_t port = r->ports[j];
+
+			if (port == 80 || port == 443 || port == 8080 || port == 8443)
+				continue;
+			fprintf(stderr,
+				"%s:%u: warning: %s is inspected, so port %u carries only TLS (its "
+				"requests decided inside) or plain HTTP; any other protocol there is "
+				"refused (inspect-needs-tls): give that port its own rule with "
+				"'protocol: tcp'\n",
+				file, r->line, sl_rule_id(r, id, sizeof(id)), port);
+		}
+	}
+}
+
+/* What an allowed connection may carry, as the gateway will enforce it. */
+static const char *carries(const struct sl_decision *d)
+{
+	if (d->verdict != SL_VERDICT_ALLOW)
+		return "";
+	if (d->inspect)
+		return "; requests are inspected: TLS (ended here, each request decided) or plain "
+		       "HTTP (each request decided); any other protocol is refused "
+		       "(inspect-needs-tls)";
+	if (d->rule && d->rule->opaque)
+		return "; protocol tcp: any bytes, relayed opaque";
+	return "; carries TLS (its SNI must name the host) or plain HTTP (each request's Host "
+	       "must name it); any other protocol is refused (not-http)";
 }
 
 static void print_summary(const char *file, const struct sl_policy *p)
@@ -134,7 +179,9 @@ static int decide(const struct sl_policy *p, const char *target, const char *met
 		sl_rule_id(d.rule, id, sizeof(id));
 	printf("%s %s %s: %s%s\n", d.verdict == SL_VERDICT_ALLOW ? "allow" : "deny", id,
 	       sl_reason_to_string(d.reason), sl_policy_explain(p, &req, &d, text, sizeof(text)),
-	       d.verdict == SL_VERDICT_ALLOW && d.inspect ? "; requests are inspected" : "");
+	       !method ? carries(&d)
+	       : d.verdict == SL_VERDICT_ALLOW && d.inspect ? "; requests are inspected"
+							    : "");
 	return d.verdict == SL_VERDICT_ALLOW ? SL_EXIT_OK : SL_EXIT_DENIED;
 }
 
@@ -191,6 +238,7 @@ int sl_cmd_check(int argc, char **argv)
 	if (r < 0)
 		return SL_EXIT_INVALID;
 
+	warn_inspected_ports(file, p);
 	if (target)
 		return decide(p, target, method, path);
 	print_summary(file, p);

@@ -2,7 +2,9 @@
 /*
  * Transparent capture: a connection the sandbox's nftables redirected to
  * us is decided by its ClientHello's SNI, else its HTTP Host, else the name
- * our DNS gave out its address for, else the address itself.
+ * our DNS gave out its address for, else the address itself. Only TLS with
+ * a server name and HTTP are relayed, unless a `protocol: tcp` rule
+ * declares the port carries something else; then it is decided at once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,42 +15,103 @@
 
 #include "conn-internal.h"
 #include "macro.h"
+#include "first-flight.h"
 #include "tls-hello.h"
 
 /* ---- transparent capture: decide by SNI, else Host, else the address ---- */
 
-/* Neither SNI nor Host: the names whose DNS answers (ours, to this
- * sandbox) gave out the original destination address decide; failing
- * that, the address itself, which only an address rule can allow. */
-void conn_decide_by_address(struct conn *c)
+/* Whether a name decides a connection to this port: allowed at all, or
+ * (opaque_only) allowed by a protocol: tcp rule that needs no bytes. */
+static bool name_decides(struct conn *c, const char *name, bool opaque_only)
+{
+	struct sl_request q = { .host = name, .host_len = strlen(name), .port = c->port };
+	struct sl_decision dec;
+
+	sl_policy_decide(c->pol->p, &q, &dec);
+	if (dec.verdict != SL_VERDICT_ALLOW)
+		return false;
+	return !opaque_only || (!dec.inspect && dec.rule && dec.rule->opaque);
+}
+
+/* The names whose DNS answers (ours, to this sandbox) gave out the
+ * original destination address; failing those, the address itself, which
+ * only an address rule can allow. Every name the sandbox was given this
+ * address for is a name it may have meant (a CDN serves several from one
+ * address): the first that decides (name_decides) is the connection's
+ * host (and the audit's). Taking only the name answered last would make
+ * the verdict depend on what else the sandbox happened to resolve
+ * meanwhile. None decides: the most recent is named, or NULL when
+ * opaque_only. The one place that asks the DNS map. */
+static const char *address_host(struct conn *c, char buf[static SL_DNS_NAME_BUF], bool opaque_only)
 {
 	char names[SL_DNS_MAP_NAMES][SL_DNS_NAME_BUF];
 	int n, i;
 
-	c->tunnel = true;
-	/* Every name the sandbox was given this address for is a name it
-	 * may have meant (a CDN serves several from one address): the
-	 * connection goes if one of them allows it, and that name decides
-	 * (and is the audit's host). Taking only the name answered last
-	 * would make the verdict depend on what else the sandbox happened
-	 * to resolve meanwhile. None allows it: the most recent is named. */
 	n = sl_gw_dns_names_for(c->gw, (const struct sockaddr *)&c->orig, names, SL_DNS_MAP_NAMES);
-	for (i = 0; i < n; i++) {
-		struct sl_request q = { .host = names[i], .host_len = strlen(names[i]),
-					.port = c->port };
-		struct sl_decision dec;
-
-		sl_policy_decide(c->pol->p, &q, &dec);
-		if (dec.verdict == SL_VERDICT_ALLOW) {
-			conn_decide_and_go(c, names[i], strlen(names[i]), NULL, 0);
-			return;
+	for (i = 0; i < n; i++)
+		if (name_decides(c, names[i], opaque_only)) {
+			memcpy(buf, names[i], SL_DNS_NAME_BUF);
+			return buf;
 		}
-	}
 	if (n > 0) {
-		conn_decide_and_go(c, names[0], strlen(names[0]), NULL, 0);
-		return;
+		memcpy(buf, names[0], SL_DNS_NAME_BUF);
+		return opaque_only ? NULL : buf;
 	}
-	conn_decide_and_go(c, c->orig_str, strlen(c->orig_str), NULL, 0);
+	if (opaque_only && !name_decides(c, c->orig_str, true))
+		return NULL;
+	return c->orig_str;
+}
+
+/* Neither SNI nor Host: the address's names decide. */
+void conn_decide_by_address(struct conn *c)
+{
+	char name[SL_DNS_NAME_BUF];
+	const char *host = address_host(c, name, false);
+
+	c->tunnel = true;
+	conn_decide_and_go(c, host, strlen(host), NULL, 0);
+}
+
+bool conn_capture_decide_at_once(struct conn *c)
+{
+	char name[SL_DNS_NAME_BUF];
+	/* Only a protocol: tcp rule relays without looking at the bytes;
+	 * for any other the client's first bytes (SNI, Host) decide. */
+	const char *host = address_host(c, name, true);
+
+	if (!host)
+		return false;
+	c->tunnel = true;
+	conn_decide_and_go(c, host, strlen(host), NULL, 0);
+	return true;
+}
+
+bool conn_capture_may_relay(struct conn *c)
+{
+	char why[SL_HOST_BUF + 200];
+	const char *reason = "not-http";
+
+	if (c->dec.rule && c->dec.rule->opaque)
+		return true; /* protocol: tcp */
+	if (c->tls_seen && c->sni[0])
+		return true; /* a hello whose SNI was decided */
+	if (c->tls_seen) {
+		/* The front end would pick the site by the Host inside, which
+		 * nobody decided. */
+		reason = "no-sni";
+		snprintf(why, sizeof(why),
+			 "%s:%u: a TLS ClientHello without a server name is refused (it could "
+			 "reach any site behind the address)",
+			 c->dec.host, c->port);
+	} else {
+		snprintf(why, sizeof(why),
+			 "%s:%u carries HTTP or TLS only: %s; a rule with 'protocol: tcp' for the "
+			 "port relays other protocols",
+			 c->dec.host, c->port,
+			 c->len ? "this is neither" : "the client sent nothing (server-first)");
+	}
+	conn_respond_error(c, 403, reason, why);
+	return false;
 }
 
 /* A captured plain-HTTP request: origin-form target, Host names the host,
@@ -80,24 +143,12 @@ static void handle_captured_head(struct conn *c, const struct sl_http_request *r
 	conn_decide_and_go(c, host, host_len, c->path, strlen(c->path));
 }
 
-/* 1: the bytes so far start an HTTP request line; 0: too few to tell;
- * -1: not HTTP. */
-static int looks_like_http(const char *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len && i < 16; i++) {
-		if (p[i] == ' ')
-			return i > 0 ? 1 : -1;
-		if (p[i] < 'A' || p[i] > 'Z')
-			return -1;
-	}
-	return i == len ? 0 : -1;
-}
-
 void conn_capture_classify(struct conn *c)
 {
-	if ((unsigned char)c->buf[0] == 0x16) {
+	size_t skip;
+	enum sl_flight f = sl_first_flight(c->buf, c->len, &skip);
+
+	if (f == SL_FLIGHT_TLS) {
 		struct sl_tls_hello h;
 		int r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
 
@@ -112,12 +163,15 @@ void conn_capture_classify(struct conn *c)
 		uv_read_stop((uv_stream_t *)&c->client);
 		uv_timer_stop(&c->timer);
 		c->tunnel = true;
-		if (r < 0 || h.ech) {
+		if (r < 0) {
 			c->refused = true;
-			c->reason = r < 0 ? "bad-client-hello" : "ech";
+			c->reason = "bad-client-hello";
 			conn_close(c);
 			return;
 		}
+		/* An Encrypted ClientHello is decided by its outer SNI, as in a
+		 * tunnel (conn-tunnel.c says why). No SNI: decided by address,
+		 * then refused unless inspected (conn_capture_may_relay). */
 		c->tls_seen = true;
 		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
 		if (h.sni[0])
@@ -126,14 +180,20 @@ void conn_capture_classify(struct conn *c)
 			conn_decide_by_address(c);
 		return;
 	}
-	switch (looks_like_http(c->buf, c->len)) {
-	case 0:
+	switch (f) {
+	case SL_FLIGHT_MORE:
 		return;
-	case 1: {
+	case SL_FLIGHT_HTTP: {
 		struct sl_http_request r;
 		const char *why = NULL;
 		int status = 0, k;
 
+		/* Empty lines before the request line, which servers skip:
+		 * skipped here, so the request is still decided by its Host. */
+		if (skip) {
+			memmove(c->buf, c->buf + skip, c->len - skip);
+			c->len -= skip;
+		}
 		k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status,
 					  &why);
 		if (k == 0)
@@ -148,7 +208,10 @@ void conn_capture_classify(struct conn *c)
 		handle_captured_head(c, &r);
 		return;
 	}
-	default:
+	case SL_FLIGHT_TLS: /* handled above */
+	case SL_FLIGHT_OTHER:
+		/* Neither TLS nor HTTP: only a protocol: tcp rule for the
+		 * address's name carries it (conn_capture_may_relay). */
 		uv_read_stop((uv_stream_t *)&c->client);
 		uv_timer_stop(&c->timer);
 		conn_decide_by_address(c);

@@ -511,3 +511,8 @@ static void next_request(struct conn *c)
 	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb,
 		      c->captured ? conn_capture_read : conn_head_read);
 }
+
+void conn_next_request(struct conn *c)
+{
+	next_request(c);
+}

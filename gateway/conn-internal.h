@@ -95,6 +95,12 @@ struct conn {
 	unsigned n_exchanges; /* finished and audited on this connection */
 	bool audited;
 
+	/* A CONNECT tunnel that carries plain HTTP: every request in it must
+	 * name this host and port (conn-tunnel.c). */
+	bool pinned;
+	uint16_t pin_port;
+	char pin_host[SL_HOST_BUF];
+
 	/* Relay state, per direction. */
 	bool client_eof, upstream_eof;
 	bool client_paused, upstream_paused;
@@ -125,7 +131,19 @@ int conn_keep_pipelined(struct conn *c, const char *p, size_t n);
 ssize_t conn_body_forward(struct conn *c, const char *p, size_t n);
 void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf);
 void conn_http_start(struct conn *c);
+/* A kept-alive exchange is over and its upstream closed: read, decide and
+ * go on with the next request (c->pipelined first). */
+void conn_next_request(struct conn *c);
 void conn_tunnel_start(struct conn *c);
+/* A request head inside a tunnel that carries plain HTTP (c->pinned). */
+void conn_tunnel_http_head(struct conn *c, const struct sl_http_request *r);
+/* Captured, and not inspected: may the decided connection carry what the
+ * client sent (or will send)? Refuses it (and returns false) if not. */
+bool conn_capture_may_relay(struct conn *c);
+/* Captured: decide at once, before the client's first bytes, when the
+ * address's name is allowed on this port by a `protocol: tcp` rule (a
+ * server-first protocol need not wait out capture_wait_ms). */
+bool conn_capture_decide_at_once(struct conn *c);
 void conn_decide_by_address(struct conn *c);
 void conn_capture_classify(struct conn *c);
 void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tunnels: a CONNECT answered 200, then the ClientHello it carries checked
- * against the host the CONNECT named (fronting), then bytes relayed opaque;
- * and captured connections that are not HTTP, relayed once decided.
+ * Tunnels: a CONNECT answered 200, then what it carries checked: a
+ * ClientHello against the host the CONNECT named (fronting), then relayed
+ * opaque; plain HTTP decided request by request, its Host held to that
+ * host; anything else only where the rule says `protocol: tcp`. And
+ * captured connections that are not HTTP, relayed once decided.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 
 #include "conn-internal.h"
 #include "macro.h"
+#include "first-flight.h"
 #include "tls-hello.h"
 
 /* What was read to decide (c->buf) goes upstream first, then the bytes
@@ -32,67 +35,185 @@ static void relay_with_peeked(struct conn *c)
 	conn_start_relay(c);
 }
 
-/* Check what the client sent first through the tunnel. A TLS ClientHello
- * whose SNI names another host is domain fronting: the CONNECT said one
- * host, the TLS session asks the (shared) front end for another. */
-static void peek_check(struct conn *c)
+/* The CONNECT's tunnel carries plain HTTP: each request in it is decided
+ * like a plain-HTTP request through the proxy, with its Host held to the
+ * host the CONNECT named (or a front end shared by many sites would serve
+ * whichever the Host says). The CONNECT itself is audited now; the
+ * upstream it opened is closed, and each request gets its own, as plain
+ * HTTP does. */
+static void tunnel_upstream_closed(uv_handle_t *h)
 {
-	struct sl_tls_hello h;
-	int r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
+	struct conn *c = h->data;
 
-	if (r == -EAGAIN) {
-		if (c->len >= HELLO_MAX) {
-			c->refused = true;
-			c->reason = "bad-client-hello";
-			conn_close(c);
-		}
-		return; /* read on */
+	c->upstream_open = false;
+	if (--c->open_handles == 0) {
+		conn_free(c);
+		return;
 	}
+	if (c->state != ST_CLOSING)
+		conn_next_request(c);
+}
+
+static void tunnel_to_http(struct conn *c)
+{
 	uv_read_stop((uv_stream_t *)&c->client);
-	if (r == 0) {
-		if (h.ech) {
-			/* The outer SNI of an Encrypted ClientHello is not the
-			 * real destination: nothing here can be decided. */
-			c->refused = true;
-			c->reason = "ech";
-			conn_close(c);
+	uv_timer_stop(&c->timer);
+	snprintf(c->pin_host, sizeof(c->pin_host), "%s", c->dec.host);
+	c->pin_port = c->port;
+	c->pinned = true;
+	conn_write_audit(c);
+	c->audited = true;
+	c->n_exchanges++;
+	c->is_connect = false;
+	c->inspect = false;
+	/* What was peeked is the first request's head (or its start). */
+	free(c->pipelined);
+	c->pipelined = c->buf;
+	c->pipelined_len = c->len;
+	c->buf = NULL;
+	c->len = 0;
+	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
+	if (c->upstream_open) {
+		uv_close((uv_handle_t *)&c->upstream, tunnel_upstream_closed);
+		return;
+	}
+	conn_next_request(c);
+}
+
+/* A request inside a tunnel that carries plain HTTP: origin-form, or
+ * absolute-form naming the tunnel's host; its Host must name that host
+ * (and port, if it gives one). Then it is decided with its method and
+ * path, as plain HTTP is. */
+void conn_tunnel_http_head(struct conn *c, const struct sl_http_request *r)
+{
+	const struct sl_http_span *hh;
+	const char *host, *why = NULL;
+	size_t host_len, n_host;
+	uint16_t hport;
+	char norm[SL_HOST_BUF], msg[SL_HOST_BUF + 128];
+	enum sl_host_kind kind;
+
+	c->parsed = true;
+	c->port = c->pin_port;
+	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
+	if (sl_http_span_eq(&r->method, "CONNECT")) {
+		conn_respond_error(c, 400, "bad-request", "CONNECT inside a tunnel");
+		return;
+	}
+	if (r->target.len && r->target.p[0] == '/') {
+		c->path = strndup(r->target.p, r->target.len);
+	} else {
+		struct sl_http_url u;
+
+		if (sl_http_parse_url(&r->target, &u, &why) < 0) {
+			conn_respond_error(c, 400, "bad-request", why);
 			return;
 		}
-		c->tls_seen = true;
-		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
-		if (h.sni[0]) {
-			char norm[SL_HOST_BUF];
-			enum sl_host_kind kind;
-
-			if (sl_host_normalize(h.sni, strlen(h.sni), norm, &kind, NULL) < 0 ||
-			    strcmp(norm, c->dec.host) != 0) {
-				c->refused = true;
-				c->reason = "sni-mismatch";
-				conn_close(c);
-				return;
-			}
+		if (sl_host_normalize(u.host.p, u.host.len, norm, &kind, NULL) < 0 ||
+		    strcmp(norm, c->pin_host) != 0 || u.port != c->pin_port) {
+			snprintf(msg, sizeof(msg),
+				 "the request target names another host than the tunnel's %s:%u",
+				 c->pin_host, c->pin_port);
+			conn_respond_error(c, 400, "host-mismatch", msg);
+			return;
 		}
-	} else if (r != -EINVAL) {
-		/* It claimed to be TLS but is malformed. */
-		c->refused = true;
-		c->reason = "bad-client-hello";
+		c->path = strndup(u.path.p, u.path.len);
+	}
+	if (!c->path) {
 		conn_close(c);
 		return;
 	}
-	if (c->inspect) {
-		if (r != 0) {
-			/* Inspected hosts are spoken to over TLS only. */
-			c->inspect = false;
-			c->refused = true;
-			c->reason = "inspect-needs-tls";
-			conn_close(c);
+	hh = sl_http_header(r, "host", &n_host);
+	if (!hh || n_host != 1 ||
+	    sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0) {
+		conn_respond_error(c, 400, "bad-request",
+				   why ? why : "a request without exactly one Host header");
+		return;
+	}
+	if (sl_host_normalize(host, host_len, norm, &kind, NULL) < 0 ||
+	    strcmp(norm, c->pin_host) != 0 || (hport && hport != c->pin_port)) {
+		snprintf(msg, sizeof(msg), "the Host header names another host than the tunnel's %s:%u",
+			 c->pin_host, c->pin_port);
+		conn_respond_error(c, 403, "host-mismatch", msg);
+		return;
+	}
+	conn_decide_and_go(c, c->pin_host, strlen(c->pin_host), c->path, strlen(c->path));
+}
+
+/* Refuse what the client sent first through the tunnel, and why. */
+static void peek_refuse(struct conn *c, const char *reason)
+{
+	c->inspect = false;
+	c->refused = true;
+	c->reason = reason;
+	conn_close(c);
+}
+
+/* Check what the client sent first through the tunnel. A TLS ClientHello
+ * whose SNI names another host is domain fronting: the CONNECT said one
+ * host, the TLS session asks the (shared) front end for another; one with
+ * no SNI leaves the front end to pick by the Host inside, so it is refused
+ * unless TLS is ended here (then that Host is decided). An Encrypted
+ * ClientHello is checked by its outer SNI, the only name we can see: the
+ * sandbox's DNS hands out no ECH configurations, so a real inner hello
+ * can only come from keys the agent brought (docs/gateway.md). Plain HTTP
+ * is decided request by request; anything else is refused, unless the
+ * rule says the port carries another protocol (then it never got here). */
+static void peek_check(struct conn *c)
+{
+	struct sl_tls_hello h;
+	size_t skip;
+	int r;
+
+	switch (sl_first_flight(c->buf, c->len, &skip)) {
+	case SL_FLIGHT_MORE:
+		return; /* read on */
+	case SL_FLIGHT_HTTP:
+		if (skip) {
+			memmove(c->buf, c->buf + skip, c->len - skip);
+			c->len -= skip;
+		}
+		tunnel_to_http(c);
+		return;
+	case SL_FLIGHT_OTHER:
+		uv_read_stop((uv_stream_t *)&c->client);
+		peek_refuse(c, c->inspect ? "inspect-needs-tls" : "not-http");
+		return;
+	case SL_FLIGHT_TLS:
+		break;
+	}
+	r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
+	if (r == -EAGAIN) {
+		if (c->len >= HELLO_MAX)
+			peek_refuse(c, "bad-client-hello");
+		return; /* read on */
+	}
+	uv_read_stop((uv_stream_t *)&c->client);
+	if (r < 0) {
+		/* It claimed to be TLS but is malformed. */
+		peek_refuse(c, "bad-client-hello");
+		return;
+	}
+	c->tls_seen = true;
+	snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
+	if (h.sni[0]) {
+		char norm[SL_HOST_BUF];
+		enum sl_host_kind kind;
+
+		if (sl_host_normalize(h.sni, strlen(h.sni), norm, &kind, NULL) < 0 ||
+		    strcmp(norm, c->dec.host) != 0) {
+			peek_refuse(c, "sni-mismatch");
 			return;
 		}
+	} else if (!c->inspect) {
+		peek_refuse(c, "no-sni");
+		return;
+	}
+	if (c->inspect) {
 		conn_inspect_start(c);
 		return;
 	}
-	/* Not TLS at all (-EINVAL), or a hello for the right host: relay,
-	 * starting with what we peeked. */
+	/* A hello for the right host: relay, starting with what we peeked. */
 	relay_with_peeked(c);
 }
 
@@ -108,9 +229,7 @@ static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (c->len + (size_t)nread > HELLO_MAX) {
 		free(buf->base);
-		c->refused = true;
-		c->reason = "bad-client-hello";
-		conn_close(c);
+		peek_refuse(c, "bad-client-hello");
 		return;
 	}
 	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
@@ -147,6 +266,12 @@ void conn_tunnel_start(struct conn *c)
 		c->status = 200;
 		if (conn_send_copy(c, true, ok, sizeof(ok) - 1, false) < 0) {
 			conn_close(c);
+			return;
+		}
+		if (c->dec.rule && c->dec.rule->opaque && !c->inspect) {
+			/* protocol: tcp: any bytes, from either side first
+			 * (ssh, a database), relayed opaque. */
+			relay_with_peeked(c);
 			return;
 		}
 		c->state = ST_PEEK;

@@ -702,6 +702,8 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 		conn_inspect_start(c);
 		return;
 	}
+	if (c->captured && c->tunnel && !conn_capture_may_relay(c))
+		return;
 	if (!c->tunnel && c->dec.rule && c->dec.rule->has_inject) {
 		/* A credential goes only over TLS that we verify. */
 		snprintf(why, sizeof(why),
@@ -851,7 +853,10 @@ void conn_process_head(struct conn *c)
 	}
 	uv_read_stop((uv_stream_t *)&c->client);
 	uv_timer_stop(&c->timer);
-	handle_head(c, &r);
+	if (c->pinned)
+		conn_tunnel_http_head(c, &r); /* plain HTTP inside a CONNECT */
+	else
+		handle_head(c, &r);
 }
 
 /* ---- accept ---- */
@@ -940,6 +945,8 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		}
 		inet_ntop(AF_INET, &c->orig.sin_addr, c->orig_str, sizeof(c->orig_str));
 		c->port = ntohs(c->orig.sin_port);
+		if (conn_capture_decide_at_once(c))
+			return;
 		conn_arm_timer(c, gw->cfg.capture_wait_ms);
 		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_capture_read);
 		return;

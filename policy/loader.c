@@ -504,16 +504,56 @@ static bool load_inject(struct loader *l, struct sl_rule *r, const yaml_node_t *
 	return true;
 }
 
+/* protocol: what the rule's ports carry. "http" (the default): HTTP or
+ * TLS, whose Host or SNI the gateway checks; "tcp": anything, relayed
+ * opaque once host and port are decided (git over ssh, a database). Only
+ * where the rule lists its ports: the web's two ports never go opaque by
+ * default. */
+static bool load_protocol(struct loader *l, struct sl_rule *r, const yaml_node_t *n,
+			  bool has_ports)
+{
+	const char *s;
+	size_t len;
+	char b[80];
+
+	s = sl_yaml_scalar(&l->y, n, "'protocol'", &len);
+	if (!s)
+		return false;
+	if (len == 4 && !memcmp(s, "http", 4))
+		return true;
+	if (len != 3 || memcmp(s, "tcp", 3)) {
+		sl_yaml_error_at(&l->y, n, "unknown protocol '%s': expected http (HTTP or TLS, the "
+				 "default) or tcp (any bytes, relayed opaque)",
+				 sl_yaml_shown(n, b, sizeof(b)));
+		return false;
+	}
+	if (r->inspect) {
+		/* Methods, paths and credentials are met inside HTTP; bytes
+		 * relayed opaque have none to meet. */
+		sl_yaml_error_at(&l->y, n, "'protocol: tcp' relays bytes opaque, so the rule cannot "
+				 "name methods, paths or inject a credential");
+		return false;
+	}
+	if (!has_ports) {
+		sl_yaml_error_at(&l->y, n, "'protocol: tcp' needs 'ports': list the ports that carry "
+				 "another protocol than HTTP or TLS (e.g. ports: [22])");
+		return false;
+	}
+	r->opaque = true;
+	return true;
+}
+
 static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		      const yaml_node_t *map)
 {
 	static const char *const allow_keys[] = { "host",  "ports", "methods", "paths",
-						  "inject", "name", "exact_dns", NULL };
+						  "inject", "name", "exact_dns", "protocol", NULL };
 	static const char *const deny_keys[] = { "host", "ports", "methods", "paths", "name",
 						 "inject", NULL };
-	enum { K_HOST, K_PORTS, K_METHODS, K_PATHS, K_INJECT_OR_NAME, K_NAME_OR_INJECT, K_EXACT_DNS };
+	enum { K_HOST, K_PORTS, K_METHODS, K_PATHS, K_INJECT_OR_NAME, K_NAME_OR_INJECT, K_EXACT_DNS,
+	       K_PROTOCOL };
 	const char *what = kind == SL_RULE_ALLOW ? "an allow rule" : "a deny rule";
-	yaml_node_t *v[7] = { 0 }, *host_n, *name_n, *inject_n;
+	yaml_node_t *v[8] = { 0 }, *host_n, *name_n, *inject_n;
 	struct sl_rule r = { 0 }, **arr, *grown;
 	size_t *n, *cap, len;
 	const char *s, *why = NULL;
@@ -584,6 +624,8 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 	r.inspect = r.methods || r.paths || r.has_inject;
 	if (v[K_EXACT_DNS])
 		ok &= sl_policy_load_exact_dns(&l->y, &r, v[K_EXACT_DNS]);
+	if (v[K_PROTOCOL])
+		ok &= load_protocol(l, &r, v[K_PROTOCOL], v[K_PORTS] != NULL);
 
 	if (ok && r.host_kind != SL_HOST_NAME && r.has_inject) {
 		/* TLS to an IP literal has no name to verify the certificate

@@ -99,6 +99,9 @@ struct sl_rule {
 	/* `exact_dns: true` (wildcard allow rules only): the sandbox's DNS
 	 * server answers no name under it (docs/policy.md, "dns"). */
 	bool exact_dns;
+	/* protocol: tcp: its ports carry another protocol than HTTP or TLS,
+	 * relayed opaque once host and port are decided. Never with inspect. */
+	bool opaque;
 };
 
 struct sl_cidr {
