@@ -65,7 +65,7 @@ fi
 echo "== fuzz harnesses, ${fuzz_seconds}s each"
 if CC=clang scripts/build.sh build-fuzz -Dfuzz=enabled -Db_sanitize=address,undefined \
 	-Db_lundef=false; then
-	for f in policy host dns dns-budget tls-hello http http-response nflog scrub reqhead; do
+	for f in policy host dns dns-budget tls-hello http http-response nflog scrub reqhead first-flight; do
 		corpus=build-fuzz/corpus-$f
 		mkdir -p "$corpus"
 		seeds=(tests/fuzz/corpus/$f)

@@ -428,6 +428,31 @@ static void test_examples_load(void **state)
 	}
 }
 
+/* protocol: tcp relays bytes opaque: never by default, never with what
+ * only HTTP can carry, never on a deny rule. */
+static void test_protocol(void **state)
+{
+	struct sl_policy *p = load_ok("version: 1\nallow:\n  - host: git.example.com\n"
+				      "    ports: [22]\n    protocol: tcp\n"
+				      "  - host: a.com\n    protocol: http\n");
+
+	assert_true(p->rules[0].opaque);
+	assert_false(p->rules[0].inspect);
+	assert_false(p->rules[1].opaque);
+	sl_policy_free(p);
+	EXPECT("version: 1\nallow:\n  - host: a.com\n    protocol: tcp\n",
+	       "t.yaml:4:15: 'protocol: tcp' needs 'ports'");
+	EXPECT("version: 1\nallow:\n  - host: a.com\n    ports: [22]\n    protocol: ssh\n",
+	       "t.yaml:5:15: unknown protocol 'ssh': expected http");
+	EXPECT("version: 1\nallow:\n  - host: a.com\n    ports: [22]\n    methods: [GET]\n"
+	       "    protocol: tcp\n",
+	       "t.yaml:6:15: 'protocol: tcp' relays bytes opaque, so the rule cannot name methods");
+	EXPECT("version: 1\ndeny:\n  - host: a.com\n    protocol: tcp\n",
+	       "t.yaml:4:5: unknown key 'protocol' in a deny rule");
+	EXPECT("version: 1\nallow:\n  - host: a.com\n    ports: [22]\n    protocol: [tcp]\n",
+	       "t.yaml:5:15: 'protocol' must be a string, not a list");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_private_addresses),
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_examples_load),
+		cmocka_unit_test(test_protocol),
 	};
 	return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }
