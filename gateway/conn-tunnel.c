@@ -130,8 +130,13 @@ void conn_tunnel_http_head(struct conn *c, const struct sl_http_request *r)
 				   why ? why : "a request without exactly one Host header");
 		return;
 	}
-	if (sl_host_normalize(host, host_len, norm, &kind, NULL) < 0 ||
-	    strcmp(norm, c->pin_host) != 0 || (hport && hport != c->pin_port)) {
+	if (sl_host_normalize(host, host_len, norm, &kind, NULL) < 0)
+		norm[0] = '\0';
+	if (strcmp(norm, c->pin_host) != 0 || (hport && hport != c->pin_port)) {
+		/* Audited with the host it named: refused before any rule. */
+		memset(&c->dec, 0, sizeof(c->dec));
+		snprintf(c->dec.host, sizeof(c->dec.host), "%s", norm);
+		c->decided = norm[0] != '\0';
 		snprintf(msg, sizeof(msg), "the Host header names another host than the tunnel's %s:%u",
 			 c->pin_host, c->pin_port);
 		conn_respond_error(c, 403, "host-mismatch", msg);
