@@ -112,7 +112,11 @@ def response(s):
 def tunnel(target):
     s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
     s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target.encode(), target.encode()))
-    ok = recv_some(s, b"\r\n\r\n")
+    ok = b""
+    while not ok.endswith(b"\r\n\r\n"):  # one byte at a time: what follows is the tunnel's
+        b = s.recv(1)
+        assert b, ok
+        ok += b
     assert ok.startswith(b"HTTP/1.1 200"), ok
     return s
 
