@@ -3,8 +3,9 @@
 #
 # Transparent capture: programs that ignore the proxy variables still reach
 # what the policy allows, decided by the TLS ClientHello's SNI, else the
-# HTTP Host header, else the original destination address; everything
-# else is refused, and the connection goes only where the gateway resolved
+# HTTP Host header, else the original destination address (bytes that are
+# neither TLS nor HTTP only on a `protocol: tcp` port); everything else is
+# refused, and the connection goes only where the gateway resolved
 # the decided name, never to the address the client chose.
 #
 # Usage: test-capture.sh [PATH-TO-SLUICE]
@@ -91,7 +92,9 @@ check_has "... and why (the address is allowed, but only on port 7)" '"reason":"
 	"$(audit_last)"
 
 # Neither TLS nor HTTP, to an address the sandbox got from the gateway's
-# own DNS: the name that answer was for decides.
+# own DNS: the name that answer was for decides, and its rule carries only
+# HTTP and TLS there (no `protocol: tcp`), so the bytes are refused and
+# never reach the origin (test-tunnel-http.sh has the tcp ports).
 out=$(run python3 -c '
 import socket
 addr = socket.getaddrinfo("allowed.test", 80, socket.AF_INET, socket.SOCK_STREAM)[0][4]
@@ -100,10 +103,10 @@ s.sendall(b"\x00opaque\r\n\r\n")
 s.settimeout(10)
 print("got", s.recv(12))
 ')
-# (The origin, an HTTP server, answers the garbage with an error page.)
-check_has "an opaque protocol to an address our DNS gave out for an allowed name goes through" \
-	"got b'<!DOCTYPE HT'" "$out"
-check_has "... decided by that name" '"host":"allowed.test","port":80' "$(audit_last)"
+check_has "an opaque protocol to an allowed name's port 80 is closed" "got b''" "$out"
+check_has "... decided by that name, refused: not-http" \
+	'"host":"allowed.test","port":80,"path":null,"status":403,"decision":"deny","rule":"allow[1]","reason":"not-http"' \
+	"$(audit_last)"
 
 # Keep-alive through capture: each request on the connection is decided on
 # its own Host, so a second one cannot ride the first one's decision.
