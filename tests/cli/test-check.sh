@@ -77,5 +77,39 @@ expect "decide: bad port" 2 "port is not a number from 1 to 65535" \
 expect "decide: METHOD without PATH" 2 "--decide takes HOST[:PORT] [METHOD PATH]" \
 	"$sluice" check "$dev" --decide github.com GET
 
+# What a port carries: check says it as the gateway will enforce it.
+cat >"$tmp/proto.yaml" <<'P'
+version: 1
+allow:
+  - host: git.example.com
+    ports: [22]
+    protocol: tcp
+  - host: api.example.com
+    ports: [443, 22]
+    methods: [GET]
+  - host: web.example.com
+P
+expect "check shows protocol tcp" 0 "git.example.com  ports 22  protocol tcp  # line 3" \
+	"$sluice" check "$tmp/proto.yaml"
+expect "check warns about a non-web port of an inspected rule" 0 \
+	"proto.yaml:6: warning: allow[2] is inspected, so port 22 carries only TLS" \
+	"$sluice" check "$tmp/proto.yaml"
+expect "decide: a tcp port is relayed opaque" 0 "; protocol tcp: any bytes, relayed opaque" \
+	"$sluice" check "$tmp/proto.yaml" --decide git.example.com:22
+expect "decide: an inspected rule's port 22 refuses anything but TLS or HTTP" 0 \
+	"any other protocol is refused (inspect-needs-tls)" \
+	"$sluice" check "$tmp/proto.yaml" --decide api.example.com:22
+expect "decide: a plain allowed port carries TLS or HTTP only" 0 \
+	"any other protocol is refused (not-http)" \
+	"$sluice" check "$tmp/proto.yaml" --decide web.example.com:80
+cat >"$tmp/proto-bad.yaml" <<'P'
+version: 1
+allow:
+  - host: a.example.com
+    protocol: tcp
+P
+expect "protocol tcp without ports is refused, with its place" 1 \
+	"proto-bad.yaml:4:15: 'protocol: tcp' needs 'ports'" "$sluice" check "$tmp/proto-bad.yaml"
+
 echo "1..$n"
 [ "$bad" -eq 0 ]

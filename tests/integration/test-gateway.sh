@@ -45,6 +45,7 @@ address=/allowed.test/$WORLD_NET_ADDR
 address=/denied.test/$WORLD_NET_ADDR
 address=/other.test/$WORLD_NET_ADDR
 address=/app.test/$WORLD_NET_ADDR
+address=/opaque.test/$WORLD_NET_ADDR
 address=/private.test/10.99.0.2
 address=/loop.test/127.0.0.1
 address=/meta.test/169.254.169.254
@@ -88,6 +89,9 @@ allow:
     methods: [GET]
     paths: ["/ok/*"]
   - host: app.test
+  - host: opaque.test
+    ports: [80]
+    protocol: tcp
 deny:
   - host: app.test
     paths: ["/secret", "/secret/*"]
@@ -138,7 +142,11 @@ check "a 4 MiB response streams through" "4194304" \
 	"$(world_host curl -s -m 20 -x "http://$GW" -o /dev/null -w '%{size_download}' http://allowed.test/big)"
 check "CONNECT tunnel (curl -p) to an allowed host" "origin GET /tunnel host=allowed.test body=0" \
 	"$(curl_ -p http://allowed.test/tunnel)"
-check_has "the tunnel's audit record" '"event":"connect"' "$(audit_last)"
+# Plain HTTP inside the tunnel is decided request by request: the CONNECT
+# has its record, and the request inside its own.
+check_has "the request inside the tunnel is audited as http" \
+	'"event":"http","client"' "$(audit_last)"
+check_has "... after the tunnel's own record" '"event":"connect"' "$(tail -n 2 "$T/audit.log" | head -n 1)"
 check "HTTPS through CONNECT with the right SNI" "origin GET /tls host=allowed.test body=0" \
 	"$(curl_ -k https://allowed.test/tls)"
 check_has "its audit record names the SNI" '"tls":"passthrough","sni":"allowed.test"' \
@@ -249,10 +257,12 @@ check "an upstream that never answers: 504 after --connect-timeout" "504" \
 took=$((($(date +%s%N) - start) / 1000000))
 check_has "... audited as connect-timeout" '"reason":"connect-timeout"' "$(audit_last)"
 if [ "$took" -lt 5000 ]; then ok "... within the limit (${took} ms)"; else notok "... took ${took} ms"; fi
-check "a tunnel silent past --idle-timeout is closed" "HTTP/1.1 200 OK | closed" \
-	"$(raw idle allowed.test 80 4)"
+check "a protocol: tcp tunnel silent past --idle-timeout is closed" "HTTP/1.1 200 OK | closed" \
+	"$(raw idle opaque.test 80 4)"
 check_has "... audited as idle-timeout, still an allowed exchange" \
-	'"decision":"allow","rule":"allow[1]","reason":"idle-timeout"' "$(audit_last)"
+	'"decision":"allow","rule":"allow[9]","reason":"idle-timeout"' "$(audit_last)"
+check "a tunnel carrying HTTP, idle past --idle-timeout between requests: 408, as plain HTTP" \
+	"HTTP/1.1 200 OK | HTTP/1.1 408 Request Timeout" "$(raw idle allowed.test 80 4)"
 
 # ---- the audit log ----
 lines=$(wc -l <"$T/audit.log")
