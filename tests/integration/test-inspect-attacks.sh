@@ -1024,8 +1024,10 @@ for a in host-port host-idn host-none host-userinfo host-other-xfh; do
 done
 check "... the origin saw none of them" "0" "$(grep -c '/v1/messages/host-' "$T/origin.log")"
 check "a ClientHello for plain.test inside CONNECT api.anthropic.com: closed" "closed" "$(res sni-other)"
-check "plain HTTP inside CONNECT to an inspected host: closed after the 200" "200 closed" \
-	"$(res connect-plaintext)"
+# Decided as plain HTTP is: the host's rule injects a credential, which
+# never goes over plain HTTP.
+check "plain HTTP inside CONNECT to a credential host: 403 after the 200 (credential-needs-tls)" \
+	"200 403" "$(res connect-plaintext)"
 check "... the origin never saw it" "0" "$(origin_count /connect-plaintext)"
 
 # ---- the credential header ----
