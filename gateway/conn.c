@@ -294,6 +294,12 @@ static void timer_fired(uv_timer_t *t)
 		conn_inspect_timer(c);
 		break;
 	case ST_PEEK:
+		/* A tunnel whose first bytes never came: nothing was decided
+		 * to relay (a server-first protocol needs protocol: tcp). */
+		c->refused = true;
+		c->reason = "header-timeout";
+		conn_close(c);
+		break;
 	case ST_RELAY:
 		/* Allowed, relayed, then quiet for too long: not a refusal. */
 		c->reason = "idle-timeout";

@@ -263,6 +263,23 @@ check_has "... audited as idle-timeout, still an allowed exchange" \
 	'"decision":"allow","rule":"allow[9]","reason":"idle-timeout"' "$(audit_last)"
 check "a tunnel carrying HTTP, idle past --idle-timeout between requests: 408, as plain HTTP" \
 	"HTTP/1.1 200 OK | HTTP/1.1 408 Request Timeout" "$(raw idle allowed.test 80 4)"
+out=$(world_host "$PY" -c '
+import socket, sys
+s = socket.create_connection(("203.0.113.1", 3128), timeout=10)
+s.sendall(b"CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n")
+s.settimeout(10)
+data = b""
+while True:  # the 200, then (nothing sent) the end
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+print(data.split(b"\r\n")[0].decode(), "| closed")
+')
+check "a tunnel that sends nothing on a port for HTTP or TLS is closed at --header-timeout" \
+	"HTTP/1.1 200 Connection established | closed" "$out"
+check_has "... audited as refused, header-timeout" '"decision":"deny","rule":"allow[1]","reason":"header-timeout"' \
+	"$(audit_last)"
 
 # ---- the audit log ----
 lines=$(wc -l <"$T/audit.log")
