@@ -687,6 +687,32 @@ def sni_other():
         return "closed", b""
 
 
+@attack
+def nosni_inspected():
+    # A ClientHello without SNI is refused toward a passed-through host;
+    # to an inspected one TLS ends here, so the Host inside is decided
+    # anyway (plain.test allows GET only).
+    try:
+        s = connect_proxy()
+        s.sendall(b"CONNECT plain.test:443 HTTP/1.1\r\nHost: plain.test:443\r\n\r\n")
+        h = b""
+        while b"\r\n\r\n" not in h:
+            d = s.recv(1)
+            if not d:
+                raise OSError("CONNECT closed")
+            h += d
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        s = ctx.wrap_socket(s)  # no server_hostname: no SNI
+    except (OSError, ssl.SSLError) as e:
+        return "no-tls " + str(e), b""
+    r = Reader(s)
+    s.sendall(get(PLAIN, "/nosni-get"))
+    st1 = r.response()[0]
+    s.sendall(get(PLAIN, "/nosni-post", b"Content-Length: 0\r\n", b"POST"))
+    return st1 + " " + r.response()[0], r.raw
+
+
 # ---- the credential header ----
 
 @attack
@@ -955,7 +981,7 @@ attacks=(smuggle-cl-conn smuggle-key-to-vhost smuggle-te-conn smuggle-host-conn
 	chunk-size-hex-prefix chunk-size-overflow body-hides-request chunked-trailer-pipeline
 	expect-continue leave-mid-body
 	absform-https absform-other host-port host-idn host-two host-none host-userinfo
-	host-other-xfh sni-other connect-plaintext
+	host-other-xfh sni-other connect-plaintext nosni-inspected
 	inject-games inject-fold
 	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-close
 	r-clte r-split r-bighead
@@ -1029,6 +1055,9 @@ check "a ClientHello for plain.test inside CONNECT api.anthropic.com: closed" "c
 check "plain HTTP inside CONNECT to a credential host: 403 after the 200 (credential-needs-tls)" \
 	"200 403" "$(res connect-plaintext)"
 check "... the origin never saw it" "0" "$(origin_count /connect-plaintext)"
+check "a ClientHello without SNI to an inspected host: TLS ends here, each request decided (GET 200, POST 403)" \
+	"200 403" "$(res nosni-inspected)"
+check "... the origin saw the GET only" "1 0" "$(origin_count /nosni-get) $(origin_count /nosni-post)"
 
 # ---- the credential header ----
 check "the inject header twice, in other cases, named in Connection, plus Proxy-Authorization: one Authorization arrives, none of the agent's" \
