@@ -691,7 +691,7 @@ def sni_other():
 def nosni_inspected():
     # A ClientHello without SNI is refused toward a passed-through host;
     # to an inspected one TLS ends here, so the Host inside is decided
-    # anyway (plain.test allows GET only).
+    # anyway (plain.test allows GET and POST, not DELETE).
     try:
         s = connect_proxy()
         s.sendall(b"CONNECT plain.test:443 HTTP/1.1\r\nHost: plain.test:443\r\n\r\n")
@@ -709,7 +709,7 @@ def nosni_inspected():
     r = Reader(s)
     s.sendall(get(PLAIN, "/nosni-get"))
     st1 = r.response()[0]
-    s.sendall(get(PLAIN, "/nosni-post", b"Content-Length: 0\r\n", b"POST"))
+    s.sendall(get(PLAIN, "/nosni-delete", method=b"DELETE"))
     return st1 + " " + r.response()[0], r.raw
 
 
@@ -1055,9 +1055,9 @@ check "a ClientHello for plain.test inside CONNECT api.anthropic.com: closed" "c
 check "plain HTTP inside CONNECT to a credential host: 403 after the 200 (credential-needs-tls)" \
 	"200 403" "$(res connect-plaintext)"
 check "... the origin never saw it" "0" "$(origin_count /connect-plaintext)"
-check "a ClientHello without SNI to an inspected host: TLS ends here, each request decided (GET 200, POST 403)" \
+check "a ClientHello without SNI to an inspected host: TLS ends here, each request decided (GET 200, DELETE 403)" \
 	"200 403" "$(res nosni-inspected)"
-check "... the origin saw the GET only" "1 0" "$(origin_count /nosni-get) $(origin_count /nosni-post)"
+check "... the origin saw the GET only" "1 0" "$(origin_count /nosni-get) $(origin_count /nosni-delete)"
 
 # ---- the credential header ----
 check "the inject header twice, in other cases, named in Connection, plus Proxy-Authorization: one Authorization arrives, none of the agent's" \
