@@ -88,6 +88,7 @@ allow:
     exact_dns: true
   - host: cdn-a.test
     ports: [22]
+    protocol: tcp
   - host: cdn-b.test
 P
 chmod 644 "$T/policy.yaml"
