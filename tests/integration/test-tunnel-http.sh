@@ -266,16 +266,16 @@ check "CONNECT, an absolute-form target naming another host: 400" "HTTP/1.1 400 
 check "... never reached the origin" "0" "$(grep -c 't80-abs' "$T/origin.log")"
 check "CONNECT allowed.test:80, bytes that are neither HTTP nor TLS: closed" "closed" \
 	"$(line connect80-opaque)"
-audit_has "... audited as refused: not-http" '"event":"connect"' '"host":"allowed.test","port":80' '"decision":"deny"' '"reason":"not-http"'
+audit_has "... audited as refused: not-http" '"event":"connect"' '"method":"CONNECT"' '"host":"allowed.test","port":80' '"decision":"deny"' '"reason":"not-http"'
 check "CONNECT to a protocol: tcp port: the server speaks first, bytes flow" \
 	"SSH-2.0-banner | echo tunnel-line" "$(line connect-tcp-banner)"
 
 # ---- TLS without SNI, and ECH, through CONNECT ----
 check "CONNECT allowed.test:443, a ClientHello without SNI: closed" "closed" "$(line connect443-nosni)"
-audit_has "... audited: no-sni" '"event":"connect"' '"host":"allowed.test","port":443' '"reason":"no-sni"'
+audit_has "... audited: no-sni" '"event":"connect"' '"method":"CONNECT"' '"host":"allowed.test","port":443' '"reason":"no-sni"'
 check "CONNECT allowed.test:443, an ECH hello whose outer SNI is allowed.test: the origin answers" \
 	"server-hello" "$(line connect443-ech-allowed)"
-audit_has "... audited as allowed passthrough" '"event":"connect"' '"host":"allowed.test","port":443' '"decision":"allow"' '"sni":"allowed.test"'
+audit_has "... audited as allowed passthrough" '"event":"connect"' '"method":"CONNECT"' '"host":"allowed.test","port":443' '"decision":"allow"' '"sni":"allowed.test"'
 check "CONNECT allowed.test:443, an ECH hello whose outer SNI is denied.test: closed" "closed" \
 	"$(line connect443-ech-denied)"
 audit_has "... audited: sni-mismatch" '"sni":"denied.test"' '"reason":"sni-mismatch"'
@@ -288,9 +288,9 @@ audit_has "... audited with its Host" '"host":"denied.test","port":80,"path":"/c
 check "captured, empty lines, then an allowed Host: 200" "HTTP/1.1 200 OK" "$(line capture-crlf-allowed)"
 check "... and the origin served it" "1" "$(origin_has /cap-crlf-ok)"
 check "captured :80, bytes that are neither HTTP nor TLS: closed" "closed" "$(line capture80-opaque)"
-audit_has "... audited: not-http, decided by the address's name" '"host":"allowed.test","port":80' '"reason":"not-http"'
+audit_has "... audited: not-http, decided by the address's name" '"method":null' '"host":"allowed.test","port":80' '"reason":"not-http"'
 check "captured :443, a ClientHello without SNI: closed" "closed" "$(line capture443-nosni)"
-audit_has "... audited: no-sni" '"host":"allowed.test","port":443' '"reason":"no-sni"'
+audit_has "... audited: no-sni" '"method":null' '"host":"allowed.test","port":443' '"reason":"no-sni"'
 check "captured :443, an ECH hello whose outer SNI is allowed: the origin answers" "server-hello" \
 	"$(line capture443-ech-allowed)"
 check "captured :443, an ECH hello whose outer SNI is denied: closed" "closed" \
