@@ -713,6 +713,23 @@ def nosni_inspected():
     return st1 + " " + r.response()[0], r.raw
 
 
+@attack
+def nosni_inspected_capture():
+    # The same, ignoring the proxy: decided by the name our DNS gave out
+    # the address for, then inspected.
+    try:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        s = ctx.wrap_socket(socket.create_connection((PLAIN, 443), timeout=10))
+    except (OSError, ssl.SSLError) as e:
+        return "no-tls " + str(e), b""
+    r = Reader(s)
+    s.sendall(get(PLAIN, "/nosni-cap-get"))
+    st1 = r.response()[0]
+    s.sendall(get(PLAIN, "/nosni-cap-delete", method=b"DELETE"))
+    return st1 + " " + r.response()[0], r.raw
+
+
 # ---- the credential header ----
 
 @attack
@@ -981,7 +998,7 @@ attacks=(smuggle-cl-conn smuggle-key-to-vhost smuggle-te-conn smuggle-host-conn
 	chunk-size-hex-prefix chunk-size-overflow body-hides-request chunked-trailer-pipeline
 	expect-continue leave-mid-body
 	absform-https absform-other host-port host-idn host-two host-none host-userinfo
-	host-other-xfh sni-other connect-plaintext nosni-inspected
+	host-other-xfh sni-other connect-plaintext nosni-inspected nosni-inspected-capture
 	inject-games inject-fold
 	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-close
 	r-clte r-split r-bighead
@@ -1058,6 +1075,9 @@ check "... the origin never saw it" "0" "$(origin_count /connect-plaintext)"
 check "a ClientHello without SNI to an inspected host: TLS ends here, each request decided (GET 200, DELETE 403)" \
 	"200 403" "$(res nosni-inspected)"
 check "... the origin saw the GET only" "1 0" "$(origin_count /nosni-get) $(origin_count /nosni-delete)"
+check "... and through capture: inspected too (GET 200, DELETE 403)" "200 403" \
+	"$(res nosni-inspected-capture)"
+check "... the origin saw the GET only" "1 0" "$(origin_count /nosni-cap-get) $(origin_count /nosni-cap-delete)"
 
 # ---- the credential header ----
 check "the inject header twice, in other cases, named in Connection, plus Proxy-Authorization: one Authorization arrives, none of the agent's" \
