@@ -300,9 +300,14 @@ check "all $lines audit lines are JSON with every field" "0" "$bad"
 
 # ---- reload ----
 rm -f "$T/go"
-world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 tunnel allowed.test 80 "$T/go" \
+# An opaque (protocol: tcp) tunnel is decided once, when it opens; a tunnel
+# that carries plain HTTP has each request decided, by the policy in force.
+world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 tunnel opaque.test 80 "$T/go" \
 	>"$T/tunnel.out" 2>&1 &
 tunnel_pid=$!
+world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 tunnel allowed.test 80 "$T/go" \
+	>"$T/tunnel-http.out" 2>&1 &
+tunnel_http_pid=$!
 sleep 1
 policy <<'P'
 version: 1
@@ -312,9 +317,11 @@ P
 kill -HUP "$gw_pid"
 sleep 0.5
 touch "$T/go"
-wait "$tunnel_pid"
-check "a reload does not drop a tunnel that is already open" "HTTP/1.1 200 OK | HTTP/1.1 200 OK" \
-	"$(cat "$T/tunnel.out")"
+wait "$tunnel_pid" "$tunnel_http_pid"
+check "a reload does not drop a protocol: tcp tunnel that is already open" \
+	"HTTP/1.1 200 OK | HTTP/1.1 200 OK" "$(cat "$T/tunnel.out")"
+check "... while the next request in a tunnel carrying HTTP meets the new policy" \
+	"HTTP/1.1 200 OK | HTTP/1.1 403 Forbidden" "$(cat "$T/tunnel-http.out")"
 check "after SIGHUP the new policy allows what it names" "200" "$(code http://denied.test/now)"
 check "... and denies what it no longer names" "403" "$(code http://allowed.test/now)"
 echo "version: 1
