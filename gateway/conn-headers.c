@@ -26,11 +26,21 @@ int conn_plain_head_check(struct conn *c)
 	char *target;
 	int st = 0;
 
-	if (!c->dec.methods_named && !c->dec.path_checked)
+	if (!c->dec.methods_named && !c->dec.path_checked && !c->dec.host_injects)
 		return 0;
 	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
 	    0) {
 		conn_respond_error(c, 400, "bad-request", "request head could not be forwarded");
+		return -1;
+	}
+	if (c->dec.host_injects && sl_reqhead_underscore_credential(&r, NULL)) {
+		/* As inside an inspected connection: servers disagree on
+		 * whether '_' is '-', so it is neither dropped nor passed
+		 * (the credential headers themselves are dropped as the
+		 * head is rebuilt, conn-http.c). */
+		conn_respond_error(c, 400, "credential-header",
+				   "a credential header spelled with '_' is refused on a host whose "
+				   "rule injects a credential");
 		return -1;
 	}
 	if (c->dec.methods_named && sl_reqhead_has_method_override(&r)) {

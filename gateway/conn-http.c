@@ -14,6 +14,7 @@
 
 #include "conn-internal.h"
 #include "macro.h"
+#include "reqhead.h"
 
 static void next_request(struct conn *c);
 
@@ -361,6 +362,11 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 		const struct sl_http_header *h = &r->headers[i];
 
 		if (conn_http_hop_by_hop(r, &h->name))
+			continue;
+		/* Another rule for the host injects: the agent's own key, for
+		 * an account it controls, goes no more in clear text than it
+		 * does over TLS (inspect.c build_upstream_head). */
+		if (c->dec.host_injects && sl_reqhead_is_credential(&h->name, NULL))
 			continue;
 		if (len + h->name.len + h->value.len + 4 >= cap) {
 			free(out);

@@ -1,0 +1,95 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# An adversarial review of issue #10's merged work (headers, dns, ssrf):
+# attacks an agent inside the sandbox could make on what was merged, each
+# passing when the attack fails and the evidence (the origin's log and its
+# /echo-headers answer, the upstream resolver's log, the audit log) says
+# so. Raw requests (lib/hdrclient.py) through `sluice gateway --ca-dir`.
+# About 5 s.
+#
+# Usage: test-review-attacks.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+# shellcheck source-path=SCRIPTDIR
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+. "$here/lib/checks.sh"
+needs_root test-review-attacks.sh ip nft nsenter python3 dnsmasq openssl ss
+
+. "$here/world.sh"
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+GW=
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	[ -n "$GW" ] && kill "$GW" 2>/dev/null && wait "$GW" 2>/dev/null
+	world_down
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+world_up || { echo "not ok - the test world did not come up"; exit 1; }
+T=$WORLD_TMP
+N=$WORLD_NET_ADDR
+
+make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
+mkdir -m 700 "$T/ca"
+ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
+	world_services key.test="$N" || { echo "not ok - services"; exit 1; }
+
+# key.test: the credential goes on 443; another rule lets port 80 through
+# (for redirects, say), and injects nothing.
+cat >"$T/policy.yaml" <<P
+version: 1
+secrets:
+  anthropic: { file: $T/secrets/anthropic.key }
+allow:
+  - host: key.test
+    ports: [443]
+    inject: { header: x-api-key, secret: anthropic }
+  - host: key.test
+    ports: [80]
+P
+chmod 644 "$T/policy.yaml"
+
+world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 127.0.0.1:3128 \
+	--resolver "$N:53" --upstream-ca "$T/cert.pem" --ca-dir "$T/ca" \
+	--audit "$T/audit.log" 2>"$T/gw.err"
+GW=$!
+for _ in $(seq 100); do
+	world_host ss -Hltn 'sport = :3128' | grep -q . && break
+	sleep 0.1
+done
+world_host ss -Hltn 'sport = :3128' | grep -q . ||
+	{ echo "not ok - sluice gateway did not start: $(cat "$T/gw.err")"; exit 1; }
+
+plain() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 - plain "$@" 2>&1; }
+get() { printf 'GET %s HTTP/1.1\\r\\nHost: %s\\r\\n%s\\r\\n' "$2" "$1" "${3:-}"; } # get HOST TARGET [HEADERS]
+status() { head -n 1 <<<"$1"; }
+served() { grep -c -- "^$1 $2 host=" "$T/origin.log"; }
+
+# ---- plain HTTP on a host whose (other) rule injects ----
+# The agent's own key, for an account it controls, must not reach the
+# origin: not over TLS (test-headers.sh), and not in clear text either.
+out=$(plain "$(get key.test 'http://key.test/echo-headers?p=1' 'Authorization: Bearer agent-own-1\r\nX-API-Key: agent-own-2\r\nCookie: s=agent-own-3\r\nIdempotency-Key: keep-me\r\n')")
+check "plain HTTP on port 80 of an inject host: answered" "HTTP 200 1" \
+	"$(status "$out") $(served GET '/echo-headers?p=1')"
+check "... none of the agent's credential headers reached the origin in clear text" "0" \
+	"$(grep -c 'agent-own' <<<"$out")"
+check_has "... other headers go on (Idempotency-Key)" "Idempotency-Key: keep-me" "$out"
+out=$(plain "$(get key.test 'http://key.test/echo-headers?p=2' 'X_Api_Key: agent-own-4\r\n')")
+check "plain HTTP: a credential header spelled with '_' is refused (400), as inspected" "HTTP 400 0" \
+	"$(status "$out") $(served GET '/echo-headers?p=2')"
+
+if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else notok "sluice gateway died"; fi
+kill -TERM "$GW"
+wait "$GW"
+GW=
+if grep -qE "AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:" "$T/gw.err"; then
+	notok "no sanitizer report: $(grep -m1 -E "Sanitizer|runtime error:" "$T/gw.err")"
+else
+	ok "no sanitizer report"
+fi
+finish
