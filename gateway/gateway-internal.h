@@ -38,6 +38,7 @@ struct sl_gw {
 	int nl_fd;
 	uv_poll_t nl_poll;
 	bool nl_open;
+	int rt_fd; /* NETLINK_ROUTE for route lookups (route.h) */
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
 	struct sl_dns_budget *budget; /* dns-gate.c: new names per wildcard */

@@ -11,6 +11,7 @@
 #include "addr.h"
 #include "gateway-internal.h"
 #include "macro.h"
+#include "route.h"
 
 void sl_gw_config_defaults(struct sl_gw_config *c)
 {
@@ -208,6 +209,20 @@ static bool local_has(const struct sl_gw *gw, int family, const void *addr)
 	return false;
 }
 
+/* Beyond the interfaces' addresses: what the kernel itself delivers to
+ * the host (a local route, AnyIP). Asked as connect() would route it; an
+ * address that cannot be judged is the host's. */
+static bool route_local(const struct sl_gw *gw, int family, const uint8_t *addr)
+{
+	int r = sl_gw_route_local(gw->rt_fd, family, addr);
+
+	if (r < 0)
+		fprintf(stderr, "sluice gateway: cannot ask the kernel how it routes an address: %s; "
+				"refused\n",
+			strerror(-r));
+	return r != 0;
+}
+
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
 {
 	const uint8_t *a6;
@@ -215,7 +230,9 @@ bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
 	size_t i, n;
 
 	if (sa->sa_family == AF_INET)
-		return local_has(gw, AF_INET, &((const struct sockaddr_in *)sa)->sin_addr);
+		return local_has(gw, AF_INET, &((const struct sockaddr_in *)sa)->sin_addr) ||
+		       route_local(gw, AF_INET,
+				   (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr);
 	if (sa->sa_family != AF_INET6)
 		return false;
 	a6 = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
@@ -226,9 +243,9 @@ bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
 	 * record written so must not reach the host. */
 	n = sl_gw_addr_embedded_v4(a6, v4, sizeof(v4) / sizeof(v4[0]));
 	for (i = 0; i < n; i++)
-		if (local_has(gw, AF_INET, v4[i]))
+		if (local_has(gw, AF_INET, v4[i]) || route_local(gw, AF_INET, v4[i]))
 			return true;
-	return false;
+	return route_local(gw, AF_INET6, a6);
 }
 
 #define REFUSED_PER_SECOND 10
@@ -327,7 +344,8 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 	}
 	/* Subscribed first, read second: a change in between is not lost. */
 	gw->nl_fd = -1;
-	r = local_watch_open(gw);
+	gw->rt_fd = sl_gw_route_open();
+	r = gw->rt_fd < 0 ? gw->rt_fd : local_watch_open(gw);
 	if (r >= 0)
 		r = load_local_addresses(gw);
 	if (r >= 0)
@@ -344,6 +362,8 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		free(gw->local);
 		sl_gw_policy_unref(gw->policy);
 		sl_closep(&gw->nl_fd);
+		if (gw->rt_fd >= 0)
+			sl_closep(&gw->rt_fd);
 		free(gw);
 		return r;
 	}
@@ -469,6 +489,7 @@ void sl_gw_maybe_free(struct sl_gw *gw)
 	sl_gw_tls_free(gw);
 	sl_gw_budget_free(gw);
 	sl_gw_policy_unref(gw->policy);
+	sl_closep(&gw->rt_fd);
 	free(gw->local);
 	free(gw);
 }

@@ -37,7 +37,7 @@ N=$WORLD_NET_ADDR
 make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 mkdir -m 700 "$T/ca"
 ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
-	world_services key.test="$N" || { echo "not ok - services"; exit 1; }
+	world_services key.test="$N" anyip.test=198.51.100.7 || { echo "not ok - services"; exit 1; }
 
 # key.test: the credential goes on 443; another rule lets port 80 through
 # (for redirects, say), and injects nothing.
@@ -51,6 +51,7 @@ allow:
     inject: { header: x-api-key, secret: anthropic }
   - host: key.test
     ports: [80]
+  - host: anyip.test
 P
 chmod 644 "$T/policy.yaml"
 
@@ -65,6 +66,7 @@ done
 world_host ss -Hltn 'sport = :3128' | grep -q . ||
 	{ echo "not ok - sluice gateway did not start: $(cat "$T/gw.err")"; exit 1; }
 
+waitfile() { for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 plain() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 - plain "$@" 2>&1; }
 get() { printf 'GET %s HTTP/1.1\\r\\nHost: %s\\r\\n%s\\r\\n' "$2" "$1" "${3:-}"; } # get HOST TARGET [HEADERS]
 status() { head -n 1 <<<"$1"; }
@@ -82,6 +84,19 @@ check_has "... other headers go on (Idempotency-Key)" "Idempotency-Key: keep-me"
 out=$(plain "$(get key.test 'http://key.test/echo-headers?p=2' 'X_Api_Key: agent-own-4\r\n')")
 check "plain HTTP: a credential header spelled with '_' is refused (400), as inspected" "HTTP 400 0" \
 	"$(status "$out") $(served GET '/echo-headers?p=2')"
+
+# ---- a local route: an address the host answers for without holding it ----
+# "ip route add local PREFIX dev lo" (AnyIP) makes the kernel deliver a
+# whole range to the host's own sockets; getifaddrs() lists none of it.
+ip -n "$WORLD_HOST" route add local 198.51.100.0/24 dev lo
+world_host_bg "$PY" "$here/lib/listener.py" "$T/host.log" 198.51.100.7:80
+world_pids+=($!)
+waitfile "$T/host.log.ready" || { echo "not ok - the host's listener did not start"; exit 1; }
+touch "$T/host.log"
+out=$(plain "$(get anyip.test 'http://anyip.test/anyip')")
+check "a name that resolves into a local route of the gateway host: refused (403)" "HTTP 403" \
+	"$(status "$out")"
+check "... nothing reached the host's listener there" "0" "$(grep -c accept "$T/host.log")"
 
 if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else notok "sluice gateway died"; fi
 kill -TERM "$GW"

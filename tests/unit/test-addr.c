@@ -8,11 +8,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "addr.h"
 #include "gateway-internal.h"
+#include "route.h"
 
 static const char *special(const char *text)
 {
@@ -213,8 +215,11 @@ static bool is_local(const struct sl_gw *gw, const char *text)
 static void test_own_address(void **state)
 {
 	struct sockaddr_storage local[4];
-	struct sl_gw gw = { .local = local };
+	/* The kernel is asked too (route.h): TEST-NET addresses are no
+	 * local route of any machine the tests run on. */
+	struct sl_gw gw = { .local = local, .rt_fd = sl_gw_route_open() };
 
+	assert_true(gw.rt_fd >= 0);
 	add_local(&gw, "203.0.113.1");
 	add_local(&gw, "2001:db8::1");
 	LOCAL(&gw, "203.0.113.1");
@@ -239,6 +244,13 @@ static void test_own_address(void **state)
 	/* An IPv6 address whose last bytes happen to spell the host's IPv4
 	 * address is not an embedding. */
 	NOT_LOCAL(&gw, "2001:db8::cb00:7101");
+	/* Loopback is routed to the host whatever the list holds. */
+	LOCAL(&gw, "127.0.0.2");
+	LOCAL(&gw, "::1");
+	close(gw.rt_fd);
+	/* A kernel that cannot be asked: every address is the host's. */
+	gw.rt_fd = -1;
+	LOCAL(&gw, "203.0.113.2");
 }
 
 static void test_other_family(void **state)
