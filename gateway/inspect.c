@@ -1383,7 +1383,8 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 		 * methods (an allow rule's or a deny rule's) would not hold. */
 		respond(in, 400, "method-override",
 			"a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
-			"X-Method-Override) is refused where a rule for this host names methods");
+			"X-Method-Override, or a _method query parameter) is refused where a rule "
+			"for this host names methods");
 		return;
 	}
 	if (c->dec.host_injects) {

@@ -63,6 +63,62 @@ bool sl_reqhead_is_credential(const struct sl_http_span *name, const char *injec
 	return false;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)(c | 0x20);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Is the query parameter name p[0..n) "_method" as a server reads it:
+ * escapes decoded, '+' a space, ASCII case ignored, and a leading ' ',
+ * '.' or '[' read as '_' (PHP does that to every parameter name)? */
+static bool param_is_method(const char *p, size_t n)
+{
+	static const char want[] = "_method";
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++, k++) {
+		char c = p[i];
+
+		if (c == '%' && i + 2 < n && hexval(p[i + 1]) >= 0 && hexval(p[i + 2]) >= 0) {
+			c = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+			i += 2;
+		} else if (c == '+') {
+			c = ' ';
+		}
+		if (k == 0 && (c == ' ' || c == '.' || c == '['))
+			c = '_';
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (k >= sizeof(want) - 1 || c != want[k])
+			return false;
+	}
+	return k == sizeof(want) - 1;
+}
+
+/* A "_method" parameter in the target's query ('&' or ';' between them). */
+static bool query_has_method(const struct sl_http_span *target)
+{
+	const char *q = memchr(target->p, '?', target->len), *end = target->p + target->len;
+
+	if (!q)
+		return false;
+	for (q++;; q++) {
+		const char *e = q, *eq;
+
+		while (e < end && *e != '&' && *e != ';')
+			e++;
+		eq = memchr(q, '=', (size_t)(e - q));
+		if (param_is_method(q, (size_t)((eq ? eq : e) - q)))
+			return true;
+		if (e == end)
+			return false;
+		q = e;
+	}
+}
+
 bool sl_reqhead_has_method_override(const struct sl_http_request *r)
 {
 	static const char *const names[] = {"x-http-method-override", "x-http-method",
@@ -73,7 +129,7 @@ bool sl_reqhead_has_method_override(const struct sl_http_request *r)
 		for (j = 0; j < ELEMENTSOF(names); j++)
 			if (sl_reqhead_name_is(&r->headers[i].name, names[j]))
 				return true;
-	return false;
+	return query_has_method(&r->target);
 }
 
 const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_http_request *r,

@@ -33,7 +33,9 @@ bool sl_reqhead_is_credential(const struct sl_http_span *name, const char *injec
 
 /* Does the head hold X-HTTP-Method-Override, X-HTTP-Method or
  * X-Method-Override (case and '_' folded), which many frameworks obey in
- * place of the request line's method? */
+ * place of the request line's method, or does its query hold a "_method"
+ * parameter (Symfony and Laravel obey it on a POST; escapes decoded, case
+ * ignored, and a leading '.', ' ' or '[' read as '_', as PHP does)? */
 bool sl_reqhead_has_method_override(const struct sl_http_request *r);
 
 /*

@@ -37,7 +37,7 @@ N=$WORLD_NET_ADDR
 make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 mkdir -m 700 "$T/ca"
 ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
-	world_services key.test="$N" anyip.test=198.51.100.7 || { echo "not ok - services"; exit 1; }
+	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" || { echo "not ok - services"; exit 1; }
 
 # key.test: the credential goes on 443; another rule lets port 80 through
 # (for redirects, say), and injects nothing.
@@ -52,6 +52,8 @@ allow:
   - host: key.test
     ports: [80]
   - host: anyip.test
+  - host: meth.test
+    methods: [GET, POST]
 P
 chmod 644 "$T/policy.yaml"
 
@@ -67,6 +69,7 @@ world_host ss -Hltn 'sport = :3128' | grep -q . ||
 	{ echo "not ok - sluice gateway did not start: $(cat "$T/gw.err")"; exit 1; }
 
 waitfile() { for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+tls() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 "$T/ca/ca-bundle.crt" tls "$@" 2>&1; }
 plain() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 - plain "$@" 2>&1; }
 get() { printf 'GET %s HTTP/1.1\\r\\nHost: %s\\r\\n%s\\r\\n' "$2" "$1" "${3:-}"; } # get HOST TARGET [HEADERS]
 status() { head -n 1 <<<"$1"; }
@@ -84,6 +87,25 @@ check_has "... other headers go on (Idempotency-Key)" "Idempotency-Key: keep-me"
 out=$(plain "$(get key.test 'http://key.test/echo-headers?p=2' 'X_Api_Key: agent-own-4\r\n')")
 check "plain HTTP: a credential header spelled with '_' is refused (400), as inspected" "HTTP 400 0" \
 	"$(status "$out") $(served GET '/echo-headers?p=2')"
+
+# ---- method overrides in the query string ----
+# Symfony (so Laravel) runs a POST as the method "_method" names in the
+# query; PHP reads ".method" and "%5Fmethod" as "_method" too.
+post() { printf 'POST %s HTTP/1.1\\r\\nHost: %s\\r\\nContent-Length: 0\\r\\n\\r\\n' "$2" "$1"; }
+out=$(plain "$(post meth.test 'http://meth.test/m1?_method=DELETE')")
+check "plain HTTP: POST ?_method=DELETE where a rule names methods: refused (400)" "HTTP 400 0" \
+	"$(status "$out") $(served POST '/m1?_method=DELETE')"
+out=$(plain "$(post meth.test 'http://meth.test/m2?a=1&.method=DELETE')")
+check "plain HTTP: POST ?a=1&.method=DELETE (PHP reads '_method'): refused (400)" "HTTP 400 0" \
+	"$(status "$out") $(served POST '/m2?a=1&.method=DELETE')"
+out=$(tls meth.test "$(post meth.test '/m3?%5Fmethod=DELETE')")
+check "inspected: POST ?%5Fmethod=DELETE: refused (400)" "HTTP 400 0" \
+	"$(status "$out") $(served POST '/m3?%5Fmethod=DELETE')"
+out=$(plain "$(post meth.test 'http://meth.test/m4?method=x&a_method=y')")
+check "plain HTTP: other parameters pass (200)" "HTTP 200 1" \
+	"$(status "$out") $(served POST '/m4?method=x&a_method=y')"
+check "... the refusals are audited, reason method-override" "3" \
+	"$(grep -c '"reason":"method-override"' "$T/audit.log")"
 
 # ---- a local route: an address the host answers for without holding it ----
 # "ip route add local PREFIX dev lo" (AnyIP) makes the kernel deliver a
