@@ -11,6 +11,15 @@
 
 #define CACHE_SIZE 256
 #define TTL_MAX 300 /* seconds: re-resolve at least every five minutes */
+/* And at most this often: a name the agent chose (under a wildcard) is
+ * charged to the DNS budget once a minute however often it is looked up,
+ * so each lookup that reaches the zone's owner must not be free for the
+ * asking. An answer with TTL 0, or a failure (which the zone's owner can
+ * give at will), would otherwise send every lookup upstream: a channel
+ * counted in lookups, unbounded. (RFC 9520 asks resolvers to cache
+ * failures too, for a second at least.) */
+#define TTL_MIN 30	   /* seconds, an answer */
+#define FAIL_TTL_MS 5000 /* a failure */
 
 struct poller {
 	uv_poll_t poll;
@@ -22,6 +31,7 @@ struct poller {
 struct cache_entry {
 	char name[256];
 	uint64_t expires_ms;
+	int status; /* 0, or the failure (-ENOENT, -ETIMEDOUT, -EIO) */
 	struct sl_gw_addrs addrs;
 };
 
@@ -35,6 +45,10 @@ struct sl_gw_resolve_req {
 	int status;     /* for a deferred delivery */
 	uv_idle_t idle; /* delivers cache hits on the next loop turn */
 	struct sl_gw_addrs addrs;
+	/* A lookup sent upstream is in r->inflight until it is answered;
+	 * lookups of the same name meanwhile wait on it (followers) rather
+	 * than send the name again. */
+	struct sl_gw_resolve_req *next, *followers;
 };
 
 struct sl_gw_resolver {
@@ -46,6 +60,7 @@ struct sl_gw_resolver {
 	struct cache_entry cache[CACHE_SIZE];
 	sl_gw_resolve_gate gate; /* asked before a name goes upstream */
 	void *gate_data;
+	struct sl_gw_resolve_req *inflight;
 };
 
 static struct poller *poller_find(struct sl_gw_resolver *r, ares_socket_t fd)
@@ -184,13 +199,13 @@ static struct cache_entry *cache_get(struct sl_gw_resolver *r, const char *name)
 	return NULL;
 }
 
-static void cache_put(struct sl_gw_resolver *r, const char *name, const struct sl_gw_addrs *a)
+static void cache_put(struct sl_gw_resolver *r, const char *name, int status,
+		      const struct sl_gw_addrs *a)
 {
 	struct cache_entry *victim = &r->cache[0];
+	unsigned ttl = a->ttl < TTL_MIN ? TTL_MIN : a->ttl > TTL_MAX ? TTL_MAX : a->ttl;
 	size_t i;
 
-	if (a->ttl == 0)
-		return;
 	for (i = 0; i < CACHE_SIZE; i++) {
 		if (!strcmp(r->cache[i].name, name)) {
 			victim = &r->cache[i];
@@ -201,7 +216,8 @@ static void cache_put(struct sl_gw_resolver *r, const char *name, const struct s
 	}
 	snprintf(victim->name, sizeof(victim->name), "%s", name);
 	victim->addrs = *a;
-	victim->expires_ms = uv_now(r->loop) + (uint64_t)(a->ttl > TTL_MAX ? TTL_MAX : a->ttl) * 1000;
+	victim->status = status;
+	victim->expires_ms = uv_now(r->loop) + (status ? FAIL_TTL_MS : (uint64_t)ttl * 1000);
 }
 
 static void req_idle_closed(uv_handle_t *h)
@@ -230,7 +246,7 @@ static void defer(struct sl_gw_resolve_req *q)
 
 static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
-	struct sl_gw_resolve_req *q = arg;
+	struct sl_gw_resolve_req *q = arg, **pp, *f;
 	struct sl_gw_addrs a = { .ttl = TTL_MAX };
 	struct ares_addrinfo_node *n;
 	int err = 0;
@@ -258,8 +274,26 @@ static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinf
 	if (res)
 		ares_freeaddrinfo(res);
 
-	if (err == 0 && !q->cancelled)
-		cache_put(q->r, q->name, &a);
+	/* No longer in flight: a lookup from here on finds the cache. */
+	for (pp = &q->r->inflight; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	if (err != -ECANCELED)
+		cache_put(q->r, q->name, err, &a);
+	/* Those that waited for this answer get it too. Detached first: a
+	 * callback may start a lookup of its own. */
+	f = q->followers;
+	q->followers = NULL;
+	while (f) {
+		struct sl_gw_resolve_req *next = f->next;
+
+		if (!f->cancelled && err != -ECANCELED)
+			f->cb(f->data, err, err ? NULL : &a);
+		free(f);
+		f = next;
+	}
 	if (q->in_call) {
 		q->status = err;
 		q->addrs = a;
@@ -281,7 +315,7 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 		  struct sl_gw_resolve_req **ret_req)
 {
 	struct ares_addrinfo_hints hints = { .ai_family = AF_UNSPEC };
-	struct sl_gw_resolve_req *q;
+	struct sl_gw_resolve_req *q, *lead;
 	struct cache_entry *c;
 	char absolute[sizeof(q->name) + 1];
 	size_t len = strlen(name);
@@ -300,9 +334,18 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 	snprintf(q->name, sizeof(q->name), "%s", name);
 
 	c = cache_get(r, name);
+	for (lead = r->inflight; !c && lead; lead = lead->next)
+		if (!strcmp(lead->name, name))
+			break;
 	if (c) {
+		q->status = c->status;
 		q->addrs = c->addrs;
 		defer(q);
+	} else if (lead) {
+		/* Already asked, not yet answered: wait for that answer
+		 * (addrinfo_cb delivers it, never from inside this call). */
+		q->next = lead->followers;
+		lead->followers = q;
 	} else if (r->gate && (k = r->gate(r->gate_data, name)) < 0) {
 		/* Not asked upstream: the caller hears why, like any
 		 * failure, on the next loop turn. */
@@ -311,6 +354,8 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 	} else {
 		hints.ai_flags = ARES_AI_NOSORT;
 		snprintf(absolute, sizeof(absolute), "%s.", name);
+		q->next = r->inflight;
+		r->inflight = q;
 		q->in_call = true;
 		ares_getaddrinfo(r->channel, absolute, NULL, &hints, addrinfo_cb, q);
 		q->in_call = false;

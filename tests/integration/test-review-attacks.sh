@@ -37,12 +37,13 @@ N=$WORLD_NET_ADDR
 make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 mkdir -m 700 "$T/ca"
 ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
-	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" || { echo "not ok - services"; exit 1; }
+	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" wild.test="$N" || { echo "not ok - services"; exit 1; }
 
 # key.test: the credential goes on 443; another rule lets port 80 through
 # (for redirects, say), and injects nothing.
 cat >"$T/policy.yaml" <<P
 version: 1
+dns: { new_names_per_minute: 2 }
 secrets:
   anthropic: { file: $T/secrets/anthropic.key }
 allow:
@@ -54,6 +55,8 @@ allow:
   - host: anyip.test
   - host: meth.test
     methods: [GET, POST]
+  - host: "*.wild.test"
+  - host: "*.nx.test"
 P
 chmod 644 "$T/policy.yaml"
 
@@ -106,6 +109,28 @@ check "plain HTTP: other parameters pass (200)" "HTTP 200 1" \
 	"$(status "$out") $(served POST '/m4?method=x&a_method=y')"
 check "... the refusals are audited, reason method-override" "3" \
 	"$(grep -c '"reason":"method-override"' "$T/audit.log")"
+
+# ---- the DNS budget: a name once admitted, looked up again and again ----
+# The budget counts new names; an admitted name is free for the minute.
+# If every lookup of it went upstream (an answer with TTL 0, dnsmasq's
+# default here, is not cached; a failure never was), the agent could
+# signal to whoever runs the zone by how often it asks, without limit.
+upstream() { grep -c -- "query\[A\] $1 from" "$T/dns.log"; }
+for i in 1 2 3 4 5 6 7 8; do plain "$(get rep.wild.test "http://rep.wild.test/rep$i")" >/dev/null; done
+check "8 requests to one admitted name (TTL 0), one after the other: all answered" "8" \
+	"$(grep -c '^GET /rep[1-8] host=rep.wild.test' "$T/origin.log")"
+check "... and its name went upstream once, not 8 times" "1" "$(upstream rep.wild.test)"
+# A name upstream cannot resolve (dnsmasq refuses it), asked at once
+# by 8 connections: one lookup upstream, the others wait for it.
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+	plain "$(get fail.nx.test "http://fail.nx.test/f$i")" >"$T/nx$i.out" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+check "8 requests at once to an admitted name that does not resolve: all 502" "8" \
+	"$(cat "$T"/nx[1-8].out | grep -c '^HTTP 502')"
+check "... and its name went upstream as for one lookup (c-ares tries twice), not 8 times" "2" "$(upstream fail.nx.test)"
 
 # ---- a local route: an address the host answers for without holding it ----
 # "ip route add local PREFIX dev lo" (AnyIP) makes the kernel deliver a
