@@ -33,7 +33,7 @@ int conn_plain_head_check(struct conn *c)
 		conn_respond_error(c, 400, "bad-request", "request head could not be forwarded");
 		return -1;
 	}
-	if (c->dec.host_injects && sl_reqhead_underscore_credential(&r, NULL)) {
+	if (c->dec.host_injects && sl_reqhead_underscore_host_credential(&r, c->pol->p)) {
 		/* As inside an inspected connection: servers disagree on
 		 * whether '_' is '-', so it is neither dropped nor passed
 		 * (the credential headers themselves are dropped as the

@@ -366,7 +366,7 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 		/* Another rule for the host injects: the agent's own key, for
 		 * an account it controls, goes no more in clear text than it
 		 * does over TLS (inspect.c build_upstream_head). */
-		if (c->dec.host_injects && sl_reqhead_is_credential(&h->name, NULL))
+		if (c->dec.host_injects && sl_reqhead_is_host_credential(c->pol->p, &h->name))
 			continue;
 		if (len + h->name.len + h->value.len + 4 >= cap) {
 			free(out);

@@ -1276,7 +1276,7 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 		/* Not only the injected header: an origin may take any key it
 		 * finds, and the agent's own would spend its own account. */
 		if (in->c->dec.host_injects &&
-		    sl_reqhead_is_credential(&h->name, inj ? inj->header : NULL))
+		    sl_reqhead_is_host_credential(in->c->pol->p, &h->name))
 			continue;
 		/* Ours, in the one spelling the decision was made for. */
 		if (sl_http_span_caseeq(&h->name, "host"))
@@ -1389,7 +1389,7 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 	}
 	if (c->dec.host_injects) {
 		const struct sl_http_header *u =
-		    sl_reqhead_underscore_credential(r, inj ? inj->header : NULL);
+		    sl_reqhead_underscore_host_credential(r, c->pol->p);
 
 		if (u) {
 			snprintf(msg, sizeof(msg),

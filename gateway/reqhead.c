@@ -147,6 +147,35 @@ const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_ht
 	return NULL;
 }
 
+bool sl_reqhead_is_host_credential(const struct sl_policy *p, const struct sl_http_span *name)
+{
+	size_t i;
+
+	if (sl_reqhead_is_credential(name, NULL))
+		return true;
+	/* Not only the deciding rule's header: on a path whose rule injects
+	 * nothing, the agent's own Fastly-Key (no "auth", "token", "api-key"
+	 * in it) would still reach an origin that reads it. */
+	for (i = 0; i < p->n_rules; i++)
+		if (p->rules[i].has_inject && sl_reqhead_name_is(name, p->rules[i].inject.header))
+			return true;
+	return false;
+}
+
+const struct sl_http_header *sl_reqhead_underscore_host_credential(const struct sl_http_request *r,
+								   const struct sl_policy *p)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_headers; i++) {
+		const struct sl_http_header *h = &r->headers[i];
+
+		if (memchr(h->name.p, '_', h->name.len) && sl_reqhead_is_host_credential(p, &h->name))
+			return h;
+	}
+	return NULL;
+}
+
 bool sl_reqhead_placeholder_ok(const struct sl_http_request *r, const struct sl_inject *inj)
 {
 	const size_t pl = strlen(inj->prefix), ph = strlen(SL_PLACEHOLDER);

@@ -46,6 +46,17 @@ bool sl_reqhead_has_method_override(const struct sl_http_request *r);
 const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_http_request *r,
 							      const char *inject_header);
 
+/*
+ * On a host where some rule injects (sl_decision.host_injects): a header
+ * the agent may not send, a credential header as above, or the header any
+ * inject rule of policy p sets (whichever rule decides the request).
+ */
+bool sl_reqhead_is_host_credential(const struct sl_policy *p, const struct sl_http_span *name);
+
+/* The same as sl_reqhead_underscore_credential(), for those headers. */
+const struct sl_http_header *sl_reqhead_underscore_host_credential(const struct sl_http_request *r,
+								   const struct sl_policy *p);
+
 /* With require_placeholder: does the head hold inj->header exactly once,
  * its value inj->prefix (case ignored) followed by SL_PLACEHOLDER? */
 bool sl_reqhead_placeholder_ok(const struct sl_http_request *r, const struct sl_inject *inj);

@@ -40,6 +40,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)sl_reqhead_has_method_override(&r);
 	(void)sl_reqhead_underscore_credential(&r, inj.header);
+	{
+		struct sl_rule rule = {.has_inject = true, .inject = inj};
+		struct sl_policy p = {.rules = &rule, .n_rules = 1};
+
+		/* Whatever the deciding rule, its policy's inject headers go. */
+		for (i = 0; i < r.n_headers; i++)
+			if (sl_reqhead_name_is(&r.headers[i].name, inj.header) &&
+			    !sl_reqhead_is_host_credential(&p, &r.headers[i].name))
+				abort();
+		(void)sl_reqhead_underscore_host_credential(&r, &p);
+	}
 	(void)sl_reqhead_placeholder_ok(&r, &inj);
 
 	if (sl_reqhead_forward_target(r.target.p, r.target.len, &t, &why) == 0) {

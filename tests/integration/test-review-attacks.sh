@@ -37,7 +37,7 @@ N=$WORLD_NET_ADDR
 make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 mkdir -m 700 "$T/ca"
 ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
-	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" wild.test="$N" || { echo "not ok - services"; exit 1; }
+	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" wild.test="$N" fk.test="$N" || { echo "not ok - services"; exit 1; }
 
 # key.test: the credential goes on 443; another rule lets port 80 through
 # (for redirects, say), and injects nothing.
@@ -55,6 +55,11 @@ allow:
   - host: anyip.test
   - host: meth.test
     methods: [GET, POST]
+  - host: fk.test
+    paths: ["/v1/*"]
+    inject: { header: Fastly-Key, secret: anthropic }
+  - host: fk.test
+    paths: ["/echo-headers"]
   - host: "*.wild.test"
   - host: "*.nx.test"
 P
@@ -90,6 +95,16 @@ check_has "... other headers go on (Idempotency-Key)" "Idempotency-Key: keep-me"
 out=$(plain "$(get key.test 'http://key.test/echo-headers?p=2' 'X_Api_Key: agent-own-4\r\n')")
 check "plain HTTP: a credential header spelled with '_' is refused (400), as inspected" "HTTP 400 0" \
 	"$(status "$out") $(served GET '/echo-headers?p=2')"
+
+# ---- an inject header that no part of the credential list names ----
+# Fastly-Key holds neither "auth", "token" nor "api-key": on a path whose
+# rule injects nothing, the agent's own went on to the origin.
+out=$(tls fk.test "$(get fk.test '/echo-headers?fk=1' 'Fastly-Key: agent-own-fk\r\nFastly_Key: agent-own-fk2\r\n')")
+check "inspected: another rule's inject header, spelled with '_', is refused (400)" "HTTP 400 0" \
+	"$(status "$out") $(served GET '/echo-headers?fk=1')"
+out=$(tls fk.test "$(get fk.test '/echo-headers?fk=2' 'Fastly-Key: agent-own-fk\r\n')")
+check "inspected: another rule's inject header (Fastly-Key) does not reach the origin" "HTTP 200 0" \
+	"$(status "$out") $(grep -c 'agent-own' <<<"$out")"
 
 # ---- method overrides in the query string ----
 # Symfony (so Laravel) runs a POST as the method "_method" names in the

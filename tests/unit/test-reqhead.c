@@ -135,6 +135,26 @@ static void test_underscore(void **state)
 	assert_non_null(sl_reqhead_underscore_credential(&req, "my-key"));
 }
 
+/* On a host where some rule injects: any inject rule's header goes too,
+ * though no part of the list names it. */
+static void test_host_credential(void **state)
+{
+	struct sl_rule rules[2] = {{.has_inject = false}, {.has_inject = true}};
+	struct sl_policy p = {.rules = rules, .n_rules = 2};
+	struct sl_http_span fk = {"fastly_KEY", 10}, other = {"X-Request-Id", 12};
+	struct sl_http_span auth = {"Authorization", 13};
+
+	rules[1].inject.header = "Fastly-Key";
+	assert_true(sl_reqhead_is_host_credential(&p, &fk));
+	assert_true(sl_reqhead_is_host_credential(&p, &auth));
+	assert_false(sl_reqhead_is_host_credential(&p, &other));
+	parse("GET / HTTP/1.1\r\nHost: a\r\nFastly_Key: own\r\n\r\n");
+	assert_non_null(sl_reqhead_underscore_host_credential(&req, &p));
+	assert_null(sl_reqhead_underscore_credential(&req, NULL));
+	rules[1].has_inject = false;
+	assert_false(sl_reqhead_is_host_credential(&p, &fk));
+}
+
 static void test_placeholder(void **state)
 {
 	struct sl_inject bearer = {.header = "Authorization", .prefix = "Bearer "};
@@ -189,7 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_credential_names), cmocka_unit_test(test_name_is),
 	    cmocka_unit_test(test_method_override), cmocka_unit_test(test_method_override_query),  cmocka_unit_test(test_underscore),
-	    cmocka_unit_test(test_placeholder),	     cmocka_unit_test(test_forward_target),
+	    cmocka_unit_test(test_placeholder), cmocka_unit_test(test_host_credential),	     cmocka_unit_test(test_forward_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
