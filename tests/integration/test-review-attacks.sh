@@ -44,6 +44,9 @@ ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
 cat >"$T/policy.yaml" <<P
 version: 1
 dns: { new_names_per_minute: 2 }
+# Broad, as an operator reaching "everything internal" might write it:
+# the host's own addresses must stay out even so.
+private_addresses: [0.0.0.0/8, 127.0.0.0/8]
 secrets:
   anthropic: { file: $T/secrets/anthropic.key }
 allow:
@@ -53,6 +56,8 @@ allow:
   - host: key.test
     ports: [80]
   - host: anyip.test
+  - host: 0.0.0.0
+  - host: 127.0.0.2
   - host: meth.test
     methods: [GET, POST]
   - host: fk.test
@@ -151,14 +156,21 @@ check "... and its name went upstream as for one lookup (c-ares tries twice), no
 # "ip route add local PREFIX dev lo" (AnyIP) makes the kernel deliver a
 # whole range to the host's own sockets; getifaddrs() lists none of it.
 ip -n "$WORLD_HOST" route add local 198.51.100.0/24 dev lo
-world_host_bg "$PY" "$here/lib/listener.py" "$T/host.log" 198.51.100.7:80
+world_host_bg "$PY" "$here/lib/listener.py" "$T/host.log" 198.51.100.7:80 127.0.0.1:80 127.0.0.2:80
 world_pids+=($!)
 waitfile "$T/host.log.ready" || { echo "not ok - the host's listener did not start"; exit 1; }
 touch "$T/host.log"
 out=$(plain "$(get anyip.test 'http://anyip.test/anyip')")
 check "a name that resolves into a local route of the gateway host: refused (403)" "HTTP 403" \
 	"$(status "$out")"
-check "... nothing reached the host's listener there" "0" "$(grep -c accept "$T/host.log")"
+check "... nothing reached the host's listener there" "0" "$(grep -c 'accept 198.51.100.7' "$T/host.log")"
+# 0.0.0.0 is the host's loopback to connect(); 127.0.0.2 is loopback, but
+# no interface lists it (lo holds 127.0.0.1/8).
+out=$(plain "$(get 0.0.0.0 'http://0.0.0.0/zero')")
+check "private_addresses lists 0.0.0.0/8: http://0.0.0.0/ is still refused (403)" "HTTP 403" "$(status "$out")"
+out=$(plain "$(get 127.0.0.2 'http://127.0.0.2/lo2')")
+check "private_addresses lists 127.0.0.0/8: http://127.0.0.2/ is still refused (403)" "HTTP 403" "$(status "$out")"
+check "... nothing reached the host's loopback listeners" "0" "$(grep -c 'accept 127' "$T/host.log")"
 
 if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else notok "sluice gateway died"; fi
 kill -TERM "$GW"
