@@ -111,6 +111,26 @@ out=$(tls fk.test "$(get fk.test '/echo-headers?fk=2' 'Fastly-Key: agent-own-fk\
 check "inspected: another rule's inject header (Fastly-Key) does not reach the origin" "HTTP 200 0" \
 	"$(status "$out") $(grep -c 'agent-own' <<<"$out")"
 
+# Spellings a parser might read differently from the origin: obs-fold, a
+# space before the colon, a tab in the name. Refused, or the key stays out.
+for h in 'X-Foo: a\r\n Authorization: Bearer agent-own-f1\r\n' \
+	'Authorization : Bearer agent-own-f2\r\n' 'X-Foo: a\r\n\tX-Api-Key: agent-own-f3\r\n' \
+	'Author\tization: Bearer agent-own-f4\r\n'; do
+	out=$(plain "$(get key.test 'http://key.test/echo-headers?odd=1' "$h")")
+	check "plain HTTP on an inject host, '$h': refused, or no key at the origin" "ok" \
+		"$([ "$(status "$out")" = "HTTP 400" ] || ! grep -q agent-own <<<"$out" && echo ok)"
+done
+
+# ---- a second Host header on plain HTTP ----
+# The first names the URL's host and was checked; the second went on to
+# an origin (a CDN's edge, a shared host) that may serve the vhost it names.
+out=$(plain 'GET http://meth.test/echo-headers?h=2 HTTP/1.1\r\nHost: meth.test\r\nHost: other.example\r\n\r\n')
+check "plain HTTP: a second Host header is refused (400)" "HTTP 400 0" \
+	"$(status "$out") $(grep -c '^GET /echo-headers?h=2 ' "$T/origin.log")"
+out=$(plain 'GET http://meth.test/echo-headers?h=3 HTTP/1.1\r\nhost: other.example\r\nHost: meth.test\r\n\r\n')
+check "... whichever comes first" "HTTP 400 0" \
+	"$(status "$out") $(grep -c '^GET /echo-headers?h=3 ' "$T/origin.log")"
+
 # ---- method overrides in the query string ----
 # Symfony (so Laravel) runs a POST as the method "_method" names in the
 # query; PHP reads ".method" and "%5Fmethod" as "_method" too.
