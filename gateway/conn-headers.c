@@ -48,9 +48,8 @@ int conn_plain_head_check(struct conn *c)
 		 * rules' methods would not hold. */
 		conn_respond_error(c, 400, "method-override",
 				   "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
-				   "X-Method-Override, or a _method query parameter) is refused where a rule "
-				   "for this host names "
-				   "methods");
+				   "X-Method-Override, or a _method query parameter) is refused where "
+				   "a rule for this host names methods");
 		return -1;
 	}
 	if (c->dec.path_checked) {

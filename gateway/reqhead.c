@@ -170,7 +170,8 @@ const struct sl_http_header *sl_reqhead_underscore_host_credential(const struct 
 	for (i = 0; i < r->n_headers; i++) {
 		const struct sl_http_header *h = &r->headers[i];
 
-		if (memchr(h->name.p, '_', h->name.len) && sl_reqhead_is_host_credential(p, &h->name))
+		if (memchr(h->name.p, '_', h->name.len) &&
+		    sl_reqhead_is_host_credential(p, &h->name))
 			return h;
 	}
 	return NULL;
