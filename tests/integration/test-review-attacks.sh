@@ -5,8 +5,12 @@
 # attacks an agent inside the sandbox could make on what was merged, each
 # passing when the attack fails and the evidence (the origin's log and its
 # /echo-headers answer, the upstream resolver's log, the audit log) says
-# so. Raw requests (lib/hdrclient.py) through `sluice gateway --ca-dir`.
-# About 5 s.
+# so. Raw requests (lib/hdrclient.py) through `sluice gateway --ca-dir`:
+# the agent's own key over plain HTTP to an inject host, another rule's
+# inject header, odd header spellings and a second Host, "_method" in the
+# query, one admitted name looked up again and again (TTL 0, failures),
+# and addresses the kernel delivers to the gateway host without an
+# interface listing them (a local route, 0.0.0.0, 127.0.0.2). About 4 s.
 #
 # Usage: test-review-attacks.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
