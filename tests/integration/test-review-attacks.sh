@@ -101,6 +101,24 @@ check "plain HTTP on port 80 of an inject host: answered" "HTTP 200 1" \
 check "... none of the agent's credential headers reached the origin in clear text" "0" \
 	"$(grep -c 'agent-own' <<<"$out")"
 check_has "... other headers go on (Idempotency-Key)" "Idempotency-Key: keep-me" "$out"
+# The same inside a CONNECT tunnel to port 80 (its HTTP is decided, and
+# re-framed, like plain HTTP to the proxy).
+world_host timeout 20 "$PY" - >"$T/tun.out" 2>&1 <<'PY'
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT key.test:80 HTTP/1.1\r\nHost: key.test:80\r\n\r\n")
+r = s.recv(4096)
+s.sendall(b"GET /echo-headers?tun=1 HTTP/1.1\r\nHost: key.test\r\n"
+          b"Authorization: Bearer agent-own-tun\r\nConnection: close\r\n\r\n")
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    r += d
+print(r.decode("latin-1"))
+PY
+check "CONNECT key.test:80, then plain HTTP inside: answered, without the agent's key" "1 0" \
+	"$(served GET '/echo-headers?tun=1') $(grep -c 'agent-own' "$T/tun.out")"
 out=$(plain "$(get key.test 'http://key.test/echo-headers?p=2' 'X_Api_Key: agent-own-4\r\n')")
 check "plain HTTP: a credential header spelled with '_' is refused (400), as inspected" "HTTP 400 0" \
 	"$(status "$out") $(served GET '/echo-headers?p=2')"
