@@ -385,7 +385,12 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	d->verdict = SL_VERDICT_ALLOW;
 	d->reason = SL_REASON_ALLOWED;
 	d->rule = allow;
-	d->inspect = inspect;
+	/* A host where some rule injects a credential is inspected on every
+	 * port its rules open, not only the injecting rule's: the agent's
+	 * own key for that origin (an account it controls) would otherwise
+	 * ride an opaque tunnel to another port. Only a port the policy says
+	 * carries another protocol stays opaque. */
+	d->inspect = inspect || (d->host_injects && !req->method && !allow->opaque);
 }
 
 /* A deny rule that refuses a connection on this port whatever its

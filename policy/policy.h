@@ -199,7 +199,8 @@ struct sl_decision {
 	 * requests refused before any rule was looked at. */
 	const struct sl_rule *rule;
 	/* For an allowed connection: some rule for this host and port needs
-	 * its requests inspected (methods, paths or a credential). */
+	 * its requests inspected (methods, paths or a credential), or some
+	 * rule for the host injects and this port is not `protocol: tcp`. */
 	bool inspect;
 	/* For invalid hosts, paths and requests: a static sentence saying
 	 * what is wrong with it. NULL otherwise. */

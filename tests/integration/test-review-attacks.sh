@@ -41,7 +41,7 @@ N=$WORLD_NET_ADDR
 make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 mkdir -m 700 "$T/ca"
 ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
-	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" wild.test="$N" fk.test="$N" || { echo "not ok - services"; exit 1; }
+	world_services key.test="$N" anyip.test=198.51.100.7 meth.test="$N" wild.test="$N" fk.test="$N" kp.test="$N" || { echo "not ok - services"; exit 1; }
 
 # key.test: the credential goes on 443; another rule lets port 80 through
 # (for redirects, say), and injects nothing.
@@ -69,6 +69,11 @@ allow:
     inject: { header: Fastly-Key, secret: anthropic }
   - host: fk.test
     paths: ["/echo-headers"]
+  - host: kp.test
+    ports: [8443]
+    inject: { header: x-api-key, secret: anthropic }
+  - host: kp.test
+    ports: [443]
   - host: "*.wild.test"
   - host: "*.nx.test"
 P
@@ -132,6 +137,19 @@ check "inspected: another rule's inject header, spelled with '_', is refused (40
 out=$(tls fk.test "$(get fk.test '/echo-headers?fk=2' 'Fastly-Key: agent-own-fk\r\n')")
 check "inspected: another rule's inject header (Fastly-Key) does not reach the origin" "HTTP 200 0" \
 	"$(status "$out") $(grep -c 'agent-own' <<<"$out")"
+
+# ---- another port of an inject host ----
+# kp.test injects on 8443; a second rule opens 443 and injects nothing. A
+# CONNECT to 443 was an opaque tunnel, so TLS inside it carried the
+# agent's own key to the origin (an account the agent controls). The
+# client trusts both sluice's CA and the origin's own certificate, so the
+# request goes through either way: only the headers tell.
+cat "$T/ca/ca-bundle.crt" "$T/cert.pem" >"$T/both.pem"
+out=$(world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 "$T/both.pem" tls kp.test \
+	"$(get kp.test '/echo-headers?kp=1' 'X-API-Key: agent-own-kp\r\nAuthorization: Bearer agent-own-kp2\r\n')" 2>&1)
+check "CONNECT to another port of an inject host: answered, without the agent's own keys" "HTTP 200 0" \
+	"$(status "$out") $(grep -c 'agent-own' <<<"$out")"
+check_has "... because that port is inspected too (audit)" '"host":"kp.test","port":443' "$(grep '"tls":"inspect"' "$T/audit.log")"
 
 # Spellings a parser might read differently from the origin: obs-fold, a
 # space before the colon, a tab in the name. Refused, or the key stays out.

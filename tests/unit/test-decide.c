@@ -533,6 +533,42 @@ static void test_path_checked_methods_named(void **state)
 	sl_policy_free(p);
 }
 
+/* Every port of a host where some rule injects is inspected, except one a
+ * rule says carries another protocol: the agent's own key must not ride an
+ * opaque tunnel to another port of that origin. */
+static void test_inject_host_inspected_everywhere(void **state)
+{
+	struct sl_policy *p = load("version: 1\n"
+				   "secrets:\n"
+				   "  k: { env: SLUICE_TEST_KEY }\n"
+				   "allow:\n"
+				   "  - host: api.x.com\n"
+				   "    ports: [443]\n"
+				   "    inject: { header: x-api-key, secret: k }\n"
+				   "  - host: api.x.com\n"
+				   "    ports: [8443, 80]\n"
+				   "  - host: api.x.com\n"
+				   "    ports: [22]\n"
+				   "    protocol: tcp\n"
+				   "  - host: other.x.com\n"
+				   "    ports: [443]\n");
+	struct sl_decision d;
+
+	(void)state;
+	d = decide(p, "api.x.com", 8443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.host_injects);
+	assert_true(d.inspect);
+	d = decide(p, "api.x.com", 80, NULL, NULL);
+	assert_true(d.inspect);
+	d = decide(p, "api.x.com", 22, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_false(d.inspect);
+	d = decide(p, "other.x.com", 443, NULL, NULL);
+	assert_false(d.inspect);
+	sl_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_name_allowed),
 		cmocka_unit_test(test_name_allowed_ports),
 		cmocka_unit_test(test_path_checked_methods_named),
+		cmocka_unit_test(test_inject_host_inspected_everywhere),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }
