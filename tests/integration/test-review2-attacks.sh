@@ -1,0 +1,270 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Review attacks on tunnels carrying HTTP and on the plain path's framing:
+# an origin's interim answer (100 Continue) arriving on its own, a
+# response that announces trailers it will not get, an origin that sends
+# two responses (or a 204 with a body) for one request on a kept-alive
+# tunnel, requests pipelined in the CONNECT's own write, and a head whose
+# leading empty lines hid a bare LF from the head's pre-check.
+#
+# Usage: test-review2-attacks.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+. "$here/lib/checks.sh"
+needs_root test-review2-attacks.sh ip nft nsenter python3 dnsmasq openssl
+
+. "$here/world.sh"
+
+trap world_down EXIT
+trap 'exit 1' INT TERM
+world_up || { echo "not ok - the test world did not come up"; exit 1; }
+T=$WORLD_TMP
+N=$WORLD_NET_ADDR
+world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }
+
+# A scripted origin on :8080 (one front end for both names): it logs each
+# request line and Host it read, and answers by path, some answers the way
+# a broken or hostile origin would write them.
+cat >"$T/evil.py" <<'PY'
+import socket, sys, threading
+log, addr = sys.argv[1], sys.argv[2]
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((addr, 8080)); srv.listen(16)
+open(log + ".ready", "w").close()
+lock = threading.Lock()
+def note(s):
+    with lock, open(log, "a") as f:
+        f.write(s + "\n")
+def answer(body, extra=b""):
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
+def serve(c):
+    c.settimeout(10)
+    buf = b""
+    try:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            lines = head.split(b"\r\n")
+            hdrs = {}
+            for ln in lines[1:]:
+                k, _, v = ln.partition(b":")
+                hdrs[k.strip().lower()] = v.strip()
+            method, path = lines[0].split(b" ")[:2]
+            note("%s %s host=%s" % (method.decode(), path.decode(),
+                                    hdrs.get(b"host", b"-").decode()))
+            n = int(hdrs.get(b"content-length", b"0"))
+            if path == b"/continue":
+                # The interim answer in a write of its own, then the
+                # body waited for, as a server honouring Expect does.
+                c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            while len(buf) < n:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            body, buf = buf[:n], buf[n:]
+            if path == b"/continue":
+                c.sendall(answer(b"continued " + body))
+            elif path == b"/trailer":
+                c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                          b"Trailer: X-Late\r\n\r\n5\r\nhello\r\n0\r\nX-Late: 1\r\n\r\n")
+            elif path == b"/two":
+                c.sendall(answer(b"first") + answer(b"second-unasked"))
+            elif path == b"/nocontent":
+                c.sendall(b"HTTP/1.1 204 No Content\r\n\r\n" + answer(b"smuggled-204"))
+            else:
+                c.sendall(answer(b"served " + path + b" host=" + hdrs.get(b"host", b"-")))
+    except (OSError, ValueError):
+        pass
+    finally:
+        c.close()
+while True:  # ends when world_down kills it
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+world_bg "$WORLD_NET" python3 "$T/evil.py" "$T/evil.log" "$N"
+for _ in $(seq 50); do [ -e "$T/evil.log.ready" ] && break; sleep 0.1; done
+touch "$T/evil.log"
+
+cat >"$T/policy.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80, 8080]
+P
+chmod 644 "$T/policy.yaml"
+
+cat >"$T/client.py" <<'PY'
+import os, socket, sys
+from urllib.parse import urlsplit
+
+proxy = urlsplit(os.environ["HTTP_PROXY"])
+
+class Conn:
+    def __init__(self, s):
+        self.s, self.buf = s, b""
+        s.settimeout(10)
+    def fill(self):
+        d = self.s.recv(65536)
+        if not d:
+            raise EOFError("closed")
+        self.buf += d
+    def head(self):
+        while b"\r\n\r\n" not in self.buf:
+            self.fill()
+        h, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        return h
+    def response(self):
+        """status line | body, reading the body by its framing."""
+        h = self.head()
+        lines = h.split(b"\r\n")
+        hdrs = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(b":")
+            hdrs[k.strip().lower()] = v.strip()
+        body = b""
+        if hdrs.get(b"transfer-encoding", b"").lower() == b"chunked":
+            while True:
+                while b"\r\n" not in self.buf:
+                    self.fill()
+                size, _, self.buf = self.buf.partition(b"\r\n")
+                n = int(size, 16)
+                while len(self.buf) < n + 2:
+                    self.fill()
+                body += self.buf[:n]
+                self.buf = self.buf[n + 2:]
+                if n == 0:
+                    break
+        else:
+            n = int(hdrs.get(b"content-length", b"0"))
+            while len(self.buf) < n:
+                self.fill()
+            body, self.buf = self.buf[:n], self.buf[n:]
+        self.last_head = h
+        if int(lines[0].split(b" ")[1]) >= 300:
+            body = b""  # the gateway's refusal: its status says it
+        return (lines[0] + b" | " + body).decode("latin-1").strip()
+
+def proxy_conn():
+    return Conn(socket.create_connection((proxy.hostname, proxy.port), timeout=10))
+
+def tunnel(target, after=b""):
+    c = proxy_conn()
+    c.s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n%s" % (target, target, after))
+    ok = c.head()
+    assert ok.startswith(b"HTTP/1.1 200"), ok
+    return c
+
+def req(path, host, method=b"GET", extra=b"", absolute=False):
+    target = b"http://" + host + path if absolute else path
+    return b"%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method, target, host, extra)
+
+def expect_continue(c, absolute):
+    c.s.sendall(req(b"/continue", b"allowed.test:8080", b"POST",
+                    b"Expect: 100-continue\r\nContent-Length: 4\r\n", absolute))
+    interim = c.response()
+    c.s.sendall(b"body")
+    return interim + " || " + c.response()
+
+def alive():
+    c = proxy_conn()
+    c.s.sendall(req(b"/alive", b"allowed.test:8080", absolute=True))
+    return c.response()
+
+def trailer():
+    c = proxy_conn()
+    c.s.sendall(req(b"/trailer", b"allowed.test:8080", absolute=True))
+    r = c.response()
+    announced = b"\r\ntrailer:" in c.last_head.lower() + b"\r\n"
+    return r + (" | announces trailers" if announced else " | no trailer announced")
+
+def two_then(path, host):
+    c = tunnel(b"allowed.test:8080")
+    c.s.sendall(req(b"/two", b"allowed.test:8080"))
+    a = c.response()
+    c.s.sendall(req(path, host))
+    return a + " || " + c.response()
+
+def nocontent_then():
+    c = tunnel(b"allowed.test:8080")
+    c.s.sendall(req(b"/nocontent", b"allowed.test:8080"))
+    a = c.response()
+    c.s.sendall(req(b"/after-204", b"allowed.test:8080"))
+    return a + " || " + c.response()
+
+def pipelined_in_connect():
+    c = tunnel(b"allowed.test:8080", req(b"/pipe-ok", b"allowed.test:8080") +
+               req(b"/pipe-denied", b"denied.test:8080"))
+    return c.response() + " || " + c.response()
+
+def crlf_bare_lf():
+    c = proxy_conn()
+    c.s.sendall(b"\r\n\r\nGET http://allowed.test:8080/barelf HTTP/1.1\n"
+                b"Host: allowed.test:8080\r\n\r\n")
+    return c.response()
+
+def run(name, fn):
+    try:
+        out = fn()
+    except Exception as e:
+        out = "error %s %s" % (type(e).__name__, e)
+    print("%s: %s" % (name, out), flush=True)
+
+run("continue-plain", lambda: expect_continue(proxy_conn(), True))
+run("alive-1", alive)
+run("continue-tunnel", lambda: expect_continue(tunnel(b"allowed.test:8080"), False))
+run("alive-2", alive)
+run("trailer", trailer)
+run("two-then-denied", lambda: two_then(b"/after-two-denied", b"denied.test:8080"))
+run("two-then-allowed", lambda: two_then(b"/after-two", b"allowed.test:8080"))
+run("nocontent", nocontent_then)
+run("pipelined", pipelined_in_connect)
+run("crlf-bare-lf", crlf_bare_lf)
+PY
+
+out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--audit "$T/audit.log" -- python3 "$T/client.py" 2>&1)
+echo "# $out" | sed '2,$s/^/# /'
+line() { grep "^$1: " <<<"$out" | head -n 1 | cut -d' ' -f2-; }
+served() { grep -c -- " $1 host=" "$T/evil.log"; }
+
+check "Expect: 100-continue through the proxy, the 100 in a read of its own: 100, then 200" \
+	"HTTP/1.1 100 Continue | || HTTP/1.1 200 OK | continued body" "$(line continue-plain)"
+check "... and the gateway still serves" "HTTP/1.1 200 OK | served /alive host=allowed.test:8080" \
+	"$(line alive-1)"
+check "Expect: 100-continue inside a CONNECT tunnel: 100, then 200" \
+	"HTTP/1.1 100 Continue | || HTTP/1.1 200 OK | continued body" "$(line continue-tunnel)"
+check "... and the gateway still serves" "HTTP/1.1 200 OK | served /alive host=allowed.test:8080" \
+	"$(line alive-2)"
+check "a chunked response with trailers: the body, and no Trailer header for trailers we drop" \
+	"HTTP/1.1 200 OK | hello | no trailer announced" "$(line trailer)"
+check "tunnel: an origin's unasked second response is not the answer to a denied Host" \
+	"HTTP/1.1 200 OK | first || HTTP/1.1 403 Forbidden |" "$(line two-then-denied)"
+check "... nor the answer to the next allowed request" \
+	"HTTP/1.1 200 OK | first || HTTP/1.1 200 OK | served /after-two host=allowed.test:8080" \
+	"$(line two-then-allowed)"
+check "... the denied Host never reached the front end" "0" "$(served /after-two-denied)"
+check "tunnel: a 204 with a body: the next request gets its own answer" \
+	"HTTP/1.1 204 No Content | || HTTP/1.1 200 OK | served /after-204 host=allowed.test:8080" \
+	"$(line nocontent)"
+check "requests pipelined in the CONNECT's own write: each decided" \
+	"HTTP/1.1 200 OK | served /pipe-ok host=allowed.test:8080 || HTTP/1.1 403 Forbidden |" \
+	"$(line pipelined)"
+check "... the denied one never reached the front end" "0" "$(served /pipe-denied)"
+check "empty lines, then a request line ended by a bare LF: 400" "HTTP/1.1 400 Bad Request |" \
+	"$(line crlf-bare-lf)"
+check "... never reached the origin" "0" "$(served /barelf)"
+check "the gateway reported no memory error" "" \
+	"$(grep -E 'double free|AddressSanitizer|runtime error|free\(\)' <<<"$out")"
+check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
+finish
