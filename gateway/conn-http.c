@@ -246,15 +246,19 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 		char *grown;
 		int k;
 
-		grown = realloc(c->rbuf, c->rlen + n);
-		if (!grown) {
-			conn_close(c);
-			return false;
+		/* After an interim answer nothing is added (n == 0): a
+		 * realloc to 0 bytes would free rbuf and return NULL. */
+		if (n) {
+			grown = realloc(c->rbuf, c->rlen + n);
+			if (!grown) {
+				conn_close(c);
+				return false;
+			}
+			memcpy(grown + c->rlen, p, n);
+			c->rbuf = grown;
+			c->rlen += n;
+			n = 0;
 		}
-		memcpy(grown + c->rlen, p, n);
-		c->rbuf = grown;
-		c->rlen += n;
-		n = 0;
 		k = sl_http_response_begin(&c->resp, c->rbuf, c->rlen, 65536, c->head_request, &h);
 		if (k == 0)
 			return true;
