@@ -239,7 +239,7 @@ int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 	struct ctx c = { .req = &r };
 	llhttp_t parser;
 	llhttp_errno_t e;
-	size_t i, scan;
+	size_t i, scan, lead;
 	int k;
 
 	if (!settings_ready) {
@@ -256,6 +256,10 @@ int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 	/* Bare LF, NUL and obs-fold are framing that servers disagree on:
 	 * refuse them in the head before llhttp (which accepts some) sees it. */
 	scan = len < max_head + 4 ? len : max_head + 4;
+	/* Empty lines before the request line (which llhttp skips) are no
+	 * end of the head: the scan runs on to the head's own end. */
+	for (lead = 0; lead < scan && (buf[lead] == '\r' || buf[lead] == '\n'); lead++)
+		;
 	for (i = 0; i < scan; i++) {
 		if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
 			return refuse(400, "bare LF in request head", ret_status, ret_why);
@@ -264,7 +268,7 @@ int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 		if (buf[i] == '\n' && i + 1 < len && (buf[i + 1] == ' ' || buf[i + 1] == '\t'))
 			return refuse(400, "obsolete line folding in request head", ret_status,
 				      ret_why);
-		if (i >= 3 && !memcmp(buf + i - 3, "\r\n\r\n", 4))
+		if (i >= lead + 3 && !memcmp(buf + i - 3, "\r\n\r\n", 4))
 			break;
 	}
 

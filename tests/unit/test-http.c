@@ -119,6 +119,12 @@ static void test_smuggling(void **state)
 	refused("GET http://a/ HTTP/1.1\r\nHost: a\nX: y\r\n\r\n", 400, "bare LF");
 	refused("GET http://a/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, "folding");
 	refused("GET http://a/ HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n", 400, "folding");
+	/* Empty lines before the request line are no end of the head: the
+	 * checks still run over the head itself. */
+	refused("\r\n\r\nGET http://a/ HTTP/1.1\nHost: a\r\n\r\n", 400, "bare LF");
+	refused("\r\n\r\nGET http://a/ HTTP/1.1\r\nHost: a\nX: y\r\n\r\n", 400, "bare LF");
+	refused("\r\n\r\n\r\nGET http://a/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, "folding");
+	ok("\r\n\r\nGET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n");
 	refused("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "Host");
 	/* A header the Connection header names is dropped by the next hop:
 	 * never one that frames or routes the request. */
