@@ -152,7 +152,8 @@ static int forward_response_head(struct conn *c, const char *head, const struct 
 	for (i = 0; i < h->n_headers; i++) {
 		const struct sl_http_header *hd = &h->headers[i];
 
-		if (response_hop_by_hop(h, &hd->name) && !sl_http_span_caseeq(&hd->name, "trailer"))
+		/* Trailer too: the trailers it announces are not passed on. */
+		if (response_hop_by_hop(h, &hd->name))
 			continue;
 		len += sl_http_put_header(out + len, hd);
 	}
