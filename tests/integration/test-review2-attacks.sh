@@ -213,6 +213,14 @@ def crlf_bare_lf():
                 b"Host: allowed.test:8080\r\n\r\n")
     return c.response()
 
+def captured_absolute():
+    # Straight to the front end's address: captured, decided by the Host;
+    # an origin reading RFC 9112 3.2.2 serves the target's host instead.
+    addr = socket.getaddrinfo("allowed.test", 8080, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    c = Conn(socket.create_connection(addr, timeout=10))
+    c.s.sendall(b"GET http://denied.test:8080/cap-abs HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n")
+    return c.response()
+
 def run(name, fn):
     try:
         out = fn()
@@ -230,6 +238,7 @@ run("two-then-allowed", lambda: two_then(b"/after-two", b"allowed.test:8080"))
 run("nocontent", nocontent_then)
 run("pipelined", pipelined_in_connect)
 run("crlf-bare-lf", crlf_bare_lf)
+run("captured-absolute", captured_absolute)
 PY
 
 out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
@@ -264,6 +273,9 @@ check "... the denied one never reached the front end" "0" "$(served /pipe-denie
 check "empty lines, then a request line ended by a bare LF: 400" "HTTP/1.1 400 Bad Request |" \
 	"$(line crlf-bare-lf)"
 check "... never reached the origin" "0" "$(served /barelf)"
+check "captured, an absolute-form target naming denied.test behind the Host allowed.test: refused" \
+	"HTTP/1.1 403 Forbidden |" "$(line captured-absolute)"
+check "... never reached the front end" "0" "$(grep -c 'cap-abs' "$T/evil.log")"
 check "the gateway reported no memory error" "" \
 	"$(grep -E 'double free|AddressSanitizer|runtime error|free\(\)' <<<"$out")"
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
