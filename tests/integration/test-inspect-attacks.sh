@@ -938,6 +938,62 @@ def slowloris():
     return "closed after %.1fs" % (time.monotonic() - t0), b""
 
 
+@attack
+def slowloris_record():
+    # One TLS record holding a whole head, its bytes trickled: nothing
+    # decrypts before the last one, so no head has begun by the plaintext;
+    # the head deadline must still run from the record's first byte.
+    s = connect_proxy()
+    s.sendall(b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (PLAIN.encode(),
+                                                                    PLAIN.encode()))
+    h = b""
+    while b"\r\n\r\n" not in h:
+        d = s.recv(1)
+        if not d:
+            return "CONNECT closed", b""
+        h += d
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ssl.create_default_context().wrap_bio(i, o, server_hostname=PLAIN)
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            s.sendall(o.read())
+            d = s.recv(65536)
+            if not d:
+                return "closed in the handshake", b""
+            i.write(d)
+    s.sendall(o.read())
+    obj.write(b"GET /slowloris-record HTTP/1.1\r\nHost: plain.test\r\nX-Slow: " + b"a" * 200
+              + b"\r\n\r\n")
+    rec = o.read()
+    t0 = time.monotonic()
+    s.settimeout(0.4)
+    for b in rec[:-1]:
+        if time.monotonic() - t0 > float(os.environ.get("SLOW_FOR", "4")):
+            return "open after %.0fs" % float(os.environ.get("SLOW_FOR", "4")), b""
+        try:
+            s.sendall(bytes([b]))
+            d = s.recv(4096)
+            if not d:
+                break
+            i.write(d)  # session tickets, or an answer
+            try:
+                got = obj.read(4096)
+            except ssl.SSLWantReadError:
+                continue
+            except ssl.SSLError:
+                break
+            return "answered %r" % got.split(b"\r\n")[0] if got else "closed after %.1fs" % (
+                time.monotonic() - t0), b""
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    return "closed after %.1fs" % (time.monotonic() - t0), b""
+
+
 for name in sys.argv[1:]:
     try:
         res, raw = results[name]()
@@ -1150,7 +1206,7 @@ world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 127.0.0.1:312
 gw_pid=$!
 for _ in $(seq 50); do world_host ss -Hltn 'sport = :3128' | grep -q . && break; sleep 0.1; done
 out=$(world_host env HTTPS_PROXY=http://127.0.0.1:3128 SSL_CERT_FILE="$T/ca/ca-bundle.crt" SLOW_FOR=4 \
-	"$PY" "$T/attacks.py" slowloris-proxy slowloris 2>&1)
+	"$PY" "$T/attacks.py" slowloris-proxy slowloris slowloris-record 2>&1)
 kill "$gw_pid" 2>/dev/null
 wait "$gw_pid" 2>/dev/null
 check "a head trickled to the proxy: 408 at the head deadline" "answered HTTP/1.1 408 Request Timeout" \
@@ -1159,6 +1215,13 @@ r=$(res slowloris)
 case $r in
 "closed after "[0-2]* | *" 408 "*) ok "a head trickled inside TLS: cut off at the head deadline ($r)" ;;
 *) notok "a head trickled inside TLS: cut off at the head deadline (1 s): got '$r'" ;;
+esac
+# The same head in one TLS record trickled a byte at a time: no plaintext
+# comes before the last byte, and the deadline still runs from the first.
+r=$(res slowloris-record)
+case $r in
+"closed after "[0-2]* | *" 408 "*) ok "one TLS record holding a head, trickled: cut off at the head deadline ($r)" ;;
+*) notok "one TLS record holding a head, trickled: cut off at the head deadline (1 s): got '$r'" ;;
 esac
 
 # ---- what reaches the origin is what was decided ----
