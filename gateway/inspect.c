@@ -1741,8 +1741,15 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	BIO_write(in->rb, buf->base, (int)nread);
 	free(buf->base);
-	if (in->st != I_HANDSHAKE && !(in->st == I_HEAD && in->head_started))
+	if (in->st == I_HEAD && !in->head_started) {
+		/* A head begins with its first TLS record's first byte, not
+		 * once a record decrypts: one record trickled a byte at a
+		 * time would otherwise hold the idle limit off for ever. */
+		in->head_started = true;
+		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+	} else if (in->st != I_HANDSHAKE && in->st != I_HEAD) {
 		conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
+	}
 	drive_client(in);
 }
 
