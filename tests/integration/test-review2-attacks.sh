@@ -105,7 +105,7 @@ P
 chmod 644 "$T/policy.yaml"
 
 cat >"$T/client.py" <<'PY'
-import os, socket, sys
+import os, socket, sys, time
 from urllib.parse import urlsplit
 
 proxy = urlsplit(os.environ["HTTP_PROXY"])
@@ -124,7 +124,7 @@ class Conn:
             self.fill()
         h, _, self.buf = self.buf.partition(b"\r\n\r\n")
         return h
-    def response(self):
+    def response(self, head_request=False):
         """status line | body, reading the body by its framing."""
         h = self.head()
         lines = h.split(b"\r\n")
@@ -133,7 +133,9 @@ class Conn:
             k, _, v = ln.partition(b":")
             hdrs[k.strip().lower()] = v.strip()
         body = b""
-        if hdrs.get(b"transfer-encoding", b"").lower() == b"chunked":
+        if head_request:
+            pass
+        elif hdrs.get(b"transfer-encoding", b"").lower() == b"chunked":
             while True:
                 while b"\r\n" not in self.buf:
                     self.fill()
@@ -221,6 +223,37 @@ def captured_absolute():
     c.s.sendall(b"GET http://denied.test:8080/cap-abs HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n")
     return c.response()
 
+def outcome(c, head_request=False):
+    """The answer's status line, or "closed" when the tunnel was shut."""
+    try:
+        return c.response(head_request).split(" |")[0]
+    except (EOFError, ConnectionResetError):
+        return "closed"
+    except socket.timeout:
+        return "silent"
+
+def first_flight(data, split=0):
+    c = tunnel(b"allowed.test:8080")
+    if split:
+        c.s.sendall(data[:split])
+        time.sleep(0.2)  # a read of its own, if the scheduler lets it
+        data = data[split:]
+    c.s.sendall(data)
+    return outcome(c)
+
+def captured(data):
+    addr = socket.getaddrinfo("allowed.test", 8080, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    c = Conn(socket.create_connection(addr, timeout=10))
+    c.s.sendall(data)
+    return outcome(c)
+
+def body_then(data, head_request=False):
+    c = tunnel(b"allowed.test:8080")
+    c.s.sendall(data)
+    return outcome(c, head_request) + " || " + outcome(c)
+
+DENIED = req(b"/ff-denied", b"denied.test:8080")
+
 def run(name, fn):
     try:
         out = fn()
@@ -239,9 +272,24 @@ run("nocontent", nocontent_then)
 run("pipelined", pipelined_in_connect)
 run("crlf-bare-lf", crlf_bare_lf)
 run("captured-absolute", captured_absolute)
+run("ff-split-1", lambda: first_flight(DENIED, 1))
+run("ff-split-crlf", lambda: first_flight(b"\r\n" + DENIED, 1))
+run("ff-tls-header-then-http", lambda: first_flight(b"\x16\x03\x01\x00\x40" + DENIED))
+run("ff-appdata", lambda: first_flight(b"\x17\x03\x03\x00\x40" + DENIED))
+run("ff-alert", lambda: first_flight(b"\x15\x03\x03\x00\x02\x02\x28" + DENIED))
+run("ff-sslv2", lambda: first_flight(b"\x80\x2e\x01\x00\x02\x00\x15\x00\x00\x00\x10" + b"\x00" * 37 + DENIED))
+run("ff-h2-prior", lambda: first_flight(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + DENIED))
+run("ff-lowercase", lambda: first_flight(b"get /ff-lower HTTP/1.1\r\nHost: denied.test:8080\r\n\r\n"))
+run("ff-connect-in-connect", lambda: first_flight(b"CONNECT denied.test:8080 HTTP/1.1\r\nHost: denied.test:8080\r\n\r\n" + DENIED))
+run("ff-host-port", lambda: first_flight(req(b"/ff-port", b"allowed.test:80")))
+run("ff-crlf-17", lambda: first_flight(b"\r\n" * 9 + DENIED))
+run("ff-h2c", lambda: body_then(req(b"/ff-h2c", b"allowed.test:8080", extra=b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n") + DENIED))
+run("ff-cl0-then-denied", lambda: body_then(req(b"/ff-cl0", b"allowed.test:8080", b"POST", b"Content-Length: 0\r\n") + DENIED))
+run("ff-head-then-denied", lambda: body_then(req(b"/ff-head", b"allowed.test:8080", b"HEAD") + DENIED, True))
+run("captured-ip-host", lambda: captured(req(b"/cap-ip", os.environ.get("FRONT", "203.0.113.2").encode() + b":8080")))
 PY
 
-out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
+out=$(world_host env FRONT="$N" "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--audit "$T/audit.log" -- python3 "$T/client.py" 2>&1)
 echo "# $out" | sed '2,$s/^/# /'
 line() { grep "^$1: " <<<"$out" | head -n 1 | cut -d' ' -f2-; }
@@ -276,6 +324,29 @@ check "... never reached the origin" "0" "$(served /barelf)"
 check "captured, an absolute-form target naming denied.test behind the Host allowed.test: refused" \
 	"HTTP/1.1 403 Forbidden |" "$(line captured-absolute)"
 check "... never reached the front end" "0" "$(grep -c 'cap-abs' "$T/evil.log")"
+for k in ff-split-1 ff-split-crlf; do
+	check "tunnel, the first flight split ($k): still decided by its Host" "HTTP/1.1 403 Forbidden" \
+		"$(line $k)"
+done
+for k in ff-tls-header-then-http ff-appdata ff-alert ff-sslv2 ff-lowercase ff-crlf-17; do
+	check "tunnel, a first flight that is neither a ClientHello nor HTTP ($k): closed" "closed" \
+		"$(line $k)"
+done
+check "tunnel, HTTP/2 prior knowledge: refused" "HTTP/1.1 400 Bad Request" "$(line ff-h2-prior)"
+check "tunnel, CONNECT inside CONNECT: refused" "HTTP/1.1 400 Bad Request" \
+	"$(line ff-connect-in-connect)"
+check "tunnel, a Host whose port is not the CONNECT's: refused" "HTTP/1.1 403 Forbidden" \
+	"$(line ff-host-port)"
+check "tunnel, an h2c upgrade: answered as HTTP/1.1, and the next request decided" \
+	"HTTP/1.1 200 OK || HTTP/1.1 403 Forbidden" "$(line ff-h2c)"
+check "tunnel, Content-Length: 0 then a denied Host in the same write: decided on its own" \
+	"HTTP/1.1 200 OK || HTTP/1.1 403 Forbidden" "$(line ff-cl0-then-denied)"
+check "tunnel, HEAD then a denied Host in the same write: decided on its own" \
+	"HTTP/1.1 200 OK || HTTP/1.1 403 Forbidden" "$(line ff-head-then-denied)"
+check "captured, a Host that is the front end's address: refused (no rule allows it)" \
+	"HTTP/1.1 403 Forbidden" "$(line captured-ip-host)"
+check "... none of the refused first flights reached the front end" "" \
+	"$(grep -E 'ff-denied|ff-lower|ff-port|cap-ip' "$T/evil.log")"
 check "the gateway reported no memory error" "" \
 	"$(grep -E 'double free|AddressSanitizer|runtime error|free\(\)' <<<"$out")"
 check "the canary saw nothing from any of it" "0" "$(world_canary_count)"
