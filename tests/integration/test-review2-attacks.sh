@@ -63,6 +63,9 @@ def serve(c):
             note("%s %s host=%s" % (method.decode(), path.decode(),
                                     hdrs.get(b"host", b"-").decode()))
             n = int(hdrs.get(b"content-length", b"0"))
+            if path == b"/continue-close":
+                c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                return  # and no final answer
             if path == b"/continue":
                 # The interim answer in a write of its own, then the
                 # body waited for, as a server honouring Expect does.
@@ -178,6 +181,14 @@ def expect_continue(c, absolute):
     c.s.sendall(b"body")
     return interim + " || " + c.response()
 
+def continue_close():
+    c = proxy_conn()
+    c.s.sendall(req(b"/continue-close", b"allowed.test:8080", b"POST",
+                    b"Expect: 100-continue\r\nContent-Length: 4\r\n", True))
+    interim = c.response()
+    c.s.sendall(b"body")
+    return interim + " || " + outcome(c)
+
 def alive():
     c = proxy_conn()
     c.s.sendall(req(b"/alive", b"allowed.test:8080", absolute=True))
@@ -263,6 +274,7 @@ def run(name, fn):
 
 run("continue-plain", lambda: expect_continue(proxy_conn(), True))
 run("alive-1", alive)
+run("continue-close", continue_close)
 run("continue-tunnel", lambda: expect_continue(tunnel(b"allowed.test:8080"), False))
 run("alive-2", alive)
 run("trailer", trailer)
@@ -299,6 +311,8 @@ check "Expect: 100-continue through the proxy, the 100 in a read of its own: 100
 	"HTTP/1.1 100 Continue | || HTTP/1.1 200 OK | continued body" "$(line continue-plain)"
 check "... and the gateway still serves" "HTTP/1.1 200 OK | served /alive host=allowed.test:8080" \
 	"$(line alive-1)"
+check "an origin that closes after its 100 Continue: the client gets a 502 at once, not silence" \
+	"HTTP/1.1 100 Continue | || HTTP/1.1 502 Bad Gateway" "$(line continue-close)"
 check "Expect: 100-continue inside a CONNECT tunnel: 100, then 200" \
 	"HTTP/1.1 100 Continue | || HTTP/1.1 200 OK | continued body" "$(line continue-tunnel)"
 check "... and the gateway still serves" "HTTP/1.1 200 OK | served /alive host=allowed.test:8080" \
