@@ -407,7 +407,9 @@ void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
 		free(buf->base);
 		c->upstream_eof = true;
 		uv_read_stop(s);
-		if (!c->resp_head_done && c->bytes_down == 0) {
+		if (!c->resp_head_done) {
+			/* Nothing, or only interim answers (100 Continue,
+			 * whose c->resp is done): no final response yet. */
 			conn_respond_error(c, 502, "bad-response",
 					   "the origin closed without a response");
 		} else if (c->resp_head_done && !c->resp.self_delimited) {
