@@ -81,6 +81,14 @@ def serve(c):
             elif path == b"/trailer":
                 c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
                           b"Trailer: X-Late\r\n\r\n5\r\nhello\r\n0\r\nX-Late: 1\r\n\r\n")
+            elif path == b"/ws":
+                # Switches whether asked or not, then reads on: whatever
+                # the client sends next is logged as a request.
+                c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                          b"Connection: Upgrade\r\n\r\nserver-bytes")
+            elif path == b"/eof":
+                c.sendall(b"HTTP/1.1 200 OK\r\n\r\nends at the close")
+                return
             elif path == b"/two":
                 c.sendall(answer(b"first") + answer(b"second-unasked"))
             elif path == b"/nocontent":
@@ -265,6 +273,19 @@ def body_then(data, head_request=False):
 
 DENIED = req(b"/ff-denied", b"denied.test:8080")
 
+def websocket():
+    c = tunnel(b"allowed.test:8080")
+    c.s.sendall(req(b"/ws", b"allowed.test:8080",
+                    extra=b"Connection: Upgrade\r\nUpgrade: websocket\r\n"
+                          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"))
+    h = c.head()
+    try:
+        c.s.sendall(req(b"/after-ws", b"denied.test:8080"))
+        rest = outcome(c)
+    except OSError:
+        rest = "closed"
+    return h.split(b"\r\n")[0].decode() + " || " + rest
+
 def run(name, fn):
     try:
         out = fn()
@@ -298,6 +319,8 @@ run("ff-crlf-17", lambda: first_flight(b"\r\n" * 9 + DENIED))
 run("ff-h2c", lambda: body_then(req(b"/ff-h2c", b"allowed.test:8080", extra=b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n") + DENIED))
 run("ff-cl0-then-denied", lambda: body_then(req(b"/ff-cl0", b"allowed.test:8080", b"POST", b"Content-Length: 0\r\n") + DENIED))
 run("ff-head-then-denied", lambda: body_then(req(b"/ff-head", b"allowed.test:8080", b"HEAD") + DENIED, True))
+run("websocket", websocket)
+run("eof-then-denied", lambda: body_then(req(b"/eof", b"allowed.test:8080") + DENIED))
 run("captured-ip-host", lambda: captured(req(b"/cap-ip", os.environ.get("FRONT", "203.0.113.2").encode() + b":8080")))
 PY
 
@@ -357,6 +380,12 @@ check "tunnel, Content-Length: 0 then a denied Host in the same write: decided o
 	"HTTP/1.1 200 OK || HTTP/1.1 403 Forbidden" "$(line ff-cl0-then-denied)"
 check "tunnel, HEAD then a denied Host in the same write: decided on its own" \
 	"HTTP/1.1 200 OK || HTTP/1.1 403 Forbidden" "$(line ff-head-then-denied)"
+check "tunnel, an origin's 101 to a websocket request: the tunnel ends, the next bytes are no request" \
+	"HTTP/1.1 101 Switching Protocols || closed" "$(line websocket)"
+check "... the bytes after it never reached the origin" "GET /ws host=allowed.test:8080" \
+	"$(grep -E '/ws|/after-ws' "$T/evil.log")"
+check "tunnel, a response that ends at the close, a denied Host pipelined behind: the tunnel ends" \
+	"HTTP/1.1 200 OK || closed" "$(line eof-then-denied)"
 check "captured, a Host that is the front end's address: refused (no rule allows it)" \
 	"HTTP/1.1 403 Forbidden" "$(line captured-ip-host)"
 check "... none of the refused first flights reached the front end" "" \
