@@ -26,13 +26,20 @@ int conn_plain_head_check(struct conn *c)
 	char *target;
 	int st = 0;
 
-	if (!c->dec.methods_named && !c->dec.path_checked && !c->dec.host_injects)
-		return 0;
 	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
 	    0) {
 		conn_respond_error(c, 400, "bad-request", "request head could not be forwarded");
 		return -1;
 	}
+	if ((sl_http_span_eq(&r.method, "GET") || sl_http_span_eq(&r.method, "HEAD")) &&
+	    (r.chunked || (r.has_length && r.content_length > 0))) {
+		/* Some origins read no body after a GET: its bytes would be
+		 * a second request nobody decided (as inspected, inspect.c). */
+		conn_respond_error(c, 400, "bad-request", "a GET or HEAD request with a body");
+		return -1;
+	}
+	if (!c->dec.methods_named && !c->dec.path_checked && !c->dec.host_injects)
+		return 0;
 	if (c->dec.host_injects && sl_reqhead_underscore_host_credential(&r, c->pol->p)) {
 		/* As inside an inspected connection: servers disagree on
 		 * whether '_' is '-', so it is neither dropped nor passed

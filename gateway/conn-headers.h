@@ -14,8 +14,10 @@ struct conn;
 void conn_policy_refresh(struct conn *c);
 
 /*
- * A plain-HTTP request (proxy or captured; its head in c->buf) that the
- * policy allowed: refuse a method override where rules name methods, and
+ * A plain-HTTP request (proxy, captured, or inside a CONNECT; its head in
+ * c->buf) that the policy allowed: refuse a GET or HEAD with a body, a
+ * method override where rules name methods, a '_' credential header on an
+ * inject host, and
  * make c->path the target to forward (the decided normal form). Returns 0,
  * or -1 when c was answered (refused).
  */

@@ -276,9 +276,11 @@ static void timer_fired(uv_timer_t *t)
 
 	switch (c->state) {
 	case ST_HEAD:
-		if (c->captured && c->len == 0) {
+		if (c->captured && c->len == 0 && !c->n_exchanges) {
 			/* A protocol where the server speaks first (SMTP, a
-			 * database): nothing to read, decide by address. */
+			 * database): nothing to read, decide by address. Not
+			 * a kept-alive HTTP connection between requests: it
+			 * said what it carries, and goes as plain HTTP does. */
 			uv_read_stop((uv_stream_t *)&c->client);
 			conn_decide_by_address(c);
 			break;

@@ -63,6 +63,8 @@ def serve(c):
             note("%s %s host=%s" % (method.decode(), path.decode(),
                                     hdrs.get(b"host", b"-").decode()))
             n = int(hdrs.get(b"content-length", b"0"))
+            if method in (b"GET", b"HEAD"):
+                n = 0  # as some origins do: no body after a GET
             if path == b"/continue-close":
                 c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                 return  # and no final answer
@@ -321,6 +323,11 @@ run("ff-cl0-then-denied", lambda: body_then(req(b"/ff-cl0", b"allowed.test:8080"
 run("ff-head-then-denied", lambda: body_then(req(b"/ff-head", b"allowed.test:8080", b"HEAD") + DENIED, True))
 run("websocket", websocket)
 run("eof-then-denied", lambda: body_then(req(b"/eof", b"allowed.test:8080") + DENIED))
+SMUG = req(b"/getbody-denied", b"denied.test:8080")
+run("get-body-tunnel", lambda: body_then(req(b"/get-body", b"allowed.test:8080",
+    extra=b"Content-Length: %d\r\n" % len(SMUG)) + SMUG))
+run("get-body-proxy", lambda: body_then(req(b"/get-body", b"allowed.test:8080",
+    extra=b"Content-Length: %d\r\n" % len(SMUG), absolute=True) + SMUG))
 run("captured-ip-host", lambda: captured(req(b"/cap-ip", os.environ.get("FRONT", "203.0.113.2").encode() + b":8080")))
 PY
 
@@ -387,6 +394,12 @@ check "... the bytes after it never reached the origin" "GET /ws host=allowed.te
 	"$(grep -aE '/ws|/after-ws' "$T/evil.log")"
 check "tunnel, a response that ends at the close, a denied Host pipelined behind: the tunnel ends" \
 	"HTTP/1.1 200 OK || closed" "$(line eof-then-denied)"
+check "tunnel, a GET whose body is a request for denied.test: refused (400), closed" \
+	"HTTP/1.1 400 Bad Request || closed" "$(line get-body-tunnel)"
+check "proxy, the same: refused (400), closed" "HTTP/1.1 400 Bad Request || closed" \
+	"$(line get-body-proxy)"
+check "... the origin (which reads no body after a GET) never saw the hidden request" "0 0" \
+	"$(served /get-body) $(served /getbody-denied)"
 check "captured, a Host that is the front end's address: refused (no rule allows it)" \
 	"HTTP/1.1 403 Forbidden" "$(line captured-ip-host)"
 check "... none of the refused first flights reached the front end" "" \
