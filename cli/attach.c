@@ -377,6 +377,7 @@ static int setup(struct attach *a, char *err, size_t errlen)
 
 	if (sl_netns_pool_parse(a->pool ? a->pool : SL_NETNS_DEFAULT_POOL, &cfg.pool) < 0)
 		return -EINVAL; /* cannot happen: parse_args checked it */
+	a->serve.pool = cfg.pool;
 	r = sl_netns_sandbox_attach(&cfg, a->netns_fd, &a->sandbox, err, errlen);
 	if (r < 0)
 		return r;

@@ -326,6 +326,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 
 	if (sl_netns_pool_parse(r->args.pool ? r->args.pool : SL_NETNS_DEFAULT_POOL, &cfg.pool) < 0)
 		return RUN_EXIT_SETUP; /* cannot happen: the arguments were checked */
+	r->serve.pool = cfg.pool;
 	/* Always a cgroup: nothing the command forks escapes the teardown. */
 	ret = sl_netns_cgroup_new(&r->args.limits, &r->cgroup, err, sizeof(err));
 	if (ret < 0)

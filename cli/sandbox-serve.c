@@ -320,6 +320,36 @@ static int capture_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, 
 	return sl_gw_listen_capture_fd(t->gw, fd, err, errlen);
 }
 
+static void owned_add(struct sl_gw_config *cfg, const struct sl_netns_pool *p)
+{
+	struct sl_cidr *c;
+	uint32_t base = htonl(p->base);
+	size_t i;
+
+	if (!p->prefix || cfg->n_owned >= SL_GW_MAX_OWNED)
+		return;
+	for (i = 0; i < cfg->n_owned; i++)
+		if (cfg->owned[i].prefix == p->prefix && !memcmp(cfg->owned[i].addr, &base, 4))
+			return;
+	c = &cfg->owned[cfg->n_owned++];
+	memset(c, 0, sizeof(*c));
+	c->family = AF_INET;
+	memcpy(c->addr, &base, 4);
+	c->prefix = p->prefix;
+}
+
+/* Sandbox addresses are never a destination: ours (the pool we took the
+ * veth from, both its ends), and the default pool's, where the other
+ * sandboxes on this host most likely are. */
+static void owned_ranges(const struct sl_serve *t, struct sl_gw_config *cfg)
+{
+	struct sl_netns_pool def;
+
+	owned_add(cfg, &t->pool);
+	if (sl_netns_pool_parse(SL_NETNS_DEFAULT_POOL, &def) == 0)
+		owned_add(cfg, &def);
+}
+
 int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 			   struct sl_policy **policy, const char *audit, const char *resolver,
 			   char *err, size_t errlen)
@@ -360,6 +390,7 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 	 * the same; this holds if they are flushed). */
 	((struct sockaddr_in *)&cfg.allowed_peer)->sin_family = AF_INET;
 	((struct sockaddr_in *)&cfg.allowed_peer)->sin_addr = sl_netns_sandbox_peer_addr(sb);
+	owned_ranges(t, &cfg);
 	ret = sl_gw_new(&t->loop, &cfg, TAKE_PTR(*policy), t->resolver, t->audit, &t->gw);
 	if (ret < 0) {
 		snprintf(err, errlen, "gateway: %s", strerror(-ret));

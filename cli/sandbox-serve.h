@@ -39,6 +39,10 @@ struct sl_serve {
 	/* The paths the sandbox can write (`run --rw`; NULL-terminated, or
 	 * NULL): a reload refuses a policy under one of them. Borrowed. */
 	const char *const *sandbox_writable;
+	/* The pool the sandbox's veth addresses come from (set before
+	 * starting): never a destination through the gateway, nor is the
+	 * default pool, whatever the policy's private_addresses says. */
+	struct sl_netns_pool pool;
 
 	/* The gateway's thread: its own loop, stopped through an async handle. */
 	uv_loop_t loop;

@@ -587,6 +587,10 @@ const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_g
 			*ret_refused = "the gateway host itself";
 			continue;
 		}
+		if (sl_gw_is_owned(c->gw, sa)) {
+			*ret_refused = "a sandbox address of sluice's pool";
+			continue;
+		}
 		if (special && !sl_policy_private_allowed(c->pol->p, sa->sa_family, bytes)) {
 			*ret_refused = special;
 			continue;

@@ -321,7 +321,8 @@ static void query_free(struct dns_query *dq)
 static bool answer_ok(const struct sl_gw *gw, const struct sl_policy *p,
 		      const struct sockaddr_storage *ss, const uint8_t *bytes)
 {
-	if (sl_gw_is_local(gw, (const struct sockaddr *)ss))
+	if (sl_gw_is_local(gw, (const struct sockaddr *)ss) ||
+	    sl_gw_is_owned(gw, (const struct sockaddr *)ss))
 		return false;
 	if (sl_gw_addr_special(ss->ss_family, bytes) &&
 	    !sl_policy_private_allowed(p, ss->ss_family, bytes))

@@ -102,6 +102,10 @@ void sl_gw_local_sync(struct sl_gw *gw);
  * embeds one of the host's IPv4 addresses (sl_gw_addr_embedded_v4) is. */
 bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);
 
+/* owned.c: is this address in a range sluice owns (cfg.owned), directly
+ * or embedded in an IPv6 address (sl_gw_addr_embedded_v4)? */
+bool sl_gw_is_owned(const struct sl_gw *gw, const struct sockaddr *sa);
+
 /* "ADDR:PORT" (IPv6 in brackets) of a listener named by flag, for messages. */
 int sl_gw_parse_listen(const char *flag, const char *addr_port, struct sockaddr_storage *ret,
 		       char *err, size_t errlen);

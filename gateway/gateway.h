@@ -33,6 +33,15 @@ struct sl_gw_config {
 	 * serves. Captured connections are not checked: their listener lives
 	 * inside the sandbox's namespace, where every peer is the sandbox. */
 	struct sockaddr_storage allowed_peer;
+	/* Ranges sluice itself owns (the sandboxes' address pool: every veth
+	 * end, ours and other sandboxes'): never a destination, whatever the
+	 * policy's private_addresses says, for proxied, captured and inspected
+	 * connections and DNS answers alike (owned.c). An IPv6 address that
+	 * embeds an IPv4 one in them is refused too. None by default, as
+	 * `sluice gateway` serves. */
+#define SL_GW_MAX_OWNED 4
+	struct sl_cidr owned[SL_GW_MAX_OWNED];
+	size_t n_owned;
 };
 
 void sl_gw_config_defaults(struct sl_gw_config *c);
