@@ -50,6 +50,9 @@
 /* Like env(1) and container runtimes: 125 when sluice itself failed, so
  * that it is told apart from the command's own statuses. */
 #define RUN_EXIT_SETUP 125
+/* The audit log could not be written: the gateway stopped deciding, and
+ * the command was ended (docs/sandbox.md). */
+#define RUN_EXIT_AUDIT 124
 
 extern char **environ;
 
@@ -78,6 +81,7 @@ struct run {
 	const char *writable[SL_NETNS_MAX_BINDS + 1];
 	struct sl_pty pty; /* fds -1 unless one of fds 0-2 is a terminal */
 	unsigned stops;	   /* SIGINT/SIGTERM passed on so far */
+	bool audit_failed; /* the gateway could not write the audit log */
 	struct sl_netns_proc proc;
 	struct sl_netns_cgroup *cgroup;
 	struct sl_netns_sandbox *sandbox;
@@ -538,6 +542,21 @@ static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *stat
 	return 0;
 }
 
+/* The gateway can no longer write the audit log and decides nothing more
+ * (it said why): whatever the command does from here would go unaudited,
+ * so it ends now, and so does run, with RUN_EXIT_AUDIT. */
+static void end_unaudited(struct run *r)
+{
+	int err = __atomic_load_n(&r->serve.audit_err, __ATOMIC_SEQ_CST);
+
+	r->audit_failed = true;
+	fprintf(stderr,
+		"sluice run: the audit log cannot be written (%s): ending the command "
+		"(exit %d)\n",
+		strerror(-err), RUN_EXIT_AUDIT);
+	(void)kill(r->proc.pid, SIGKILL);
+}
+
 /* Wait for the command, relaying its pty and forwarding signals; its wait
  * status. */
 static int supervise(struct run *r, const sigset_t *set)
@@ -562,9 +581,11 @@ static int supervise(struct run *r, const sigset_t *set)
 	if (r->pty.master >= 0 && isatty(STDIN_FILENO) && sl_pty_raw(&r->pty) < 0)
 		fprintf(stderr, "sluice run: the terminal stays in its mode: %m\n");
 	for (;;) {
-		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
+		struct pollfd p[4] = {{.fd = sfd, .events = POLLIN},
 				      {.fd = -1, .events = POLLIN},
-				      {.fd = -1, .events = POLLIN}};
+				      {.fd = -1, .events = POLLIN},
+				      {.fd = r->audit_failed ? -1 : r->serve.audit_failed_fd,
+				       .events = POLLIN}};
 		struct signalfd_siginfo si;
 
 		if (!rl.in_eof && rl.in_len == 0)
@@ -573,8 +594,10 @@ static int supervise(struct run *r, const sigset_t *set)
 			p[2].fd = r->pty.master;
 			p[2].events = POLLIN | (rl.in_len ? POLLOUT : 0);
 		}
-		if (poll(p, 3, sfd < 0 ? 100 : -1) < 0 && errno != EINTR)
+		if (poll(p, 4, sfd < 0 ? 100 : -1) < 0 && errno != EINTR)
 			break;
+		if (p[3].revents)
+			end_unaudited(r);
 		if (p[2].revents)
 			relay_out(r, &rl);
 		if (p[1].revents || (p[2].revents & POLLOUT))
@@ -609,7 +632,7 @@ static int exit_status(int status)
 
 int sl_cmd_run(int argc, char **argv)
 {
-	struct run r = {.serve = {.prog = "sluice run"},
+	struct run r = {.serve = {.prog = "sluice run", .audit_failed_fd = -1},
 			.uid_lock = -1,
 			.pty = {.master = -1, .slave = -1},
 			.proc = {.efd = -1, .go = -1, .alive = -1}};
@@ -676,6 +699,8 @@ int sl_cmd_run(int argc, char **argv)
 		return ret;
 	}
 	ret = exit_status(supervise(&r, &set));
+	if (r.audit_failed)
+		ret = RUN_EXIT_AUDIT;
 	run_teardown(&r);
 	return ret;
 }

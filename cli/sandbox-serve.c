@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -75,6 +76,8 @@ static void audit_blocked(const struct sl_nft_blocked *b, void *userdata)
 	else
 		snprintf(client, sizeof(client), "%s:%u", b->src, b->sport);
 	(void)sl_audit_write(t->audit, &rec);
+	if (t->gw)
+		(void)sl_gw_audit_ok(t->gw);
 }
 
 /* Nothing is dropped silently: what the kernel could not queue for us is
@@ -96,6 +99,8 @@ static uint64_t audit_losses(struct sl_serve *t, bool final)
 	else
 		return l.overflows;
 	t->nflog_overflows = 0;
+	if (t->gw)
+		(void)sl_gw_audit_ok(t->gw);
 	return l.overflows;
 }
 
@@ -122,6 +127,8 @@ static void audit_unlogged(struct sl_serve *t)
 				     "blocked-packets-not-logged: %llu (rate limit)",
 				     (unsigned long long)(unlogged - t->unlogged_reported));
 	t->unlogged_reported = unlogged;
+	if (t->gw)
+		(void)sl_gw_audit_ok(t->gw);
 }
 
 static void unlogged_timer_cb(uv_timer_t *tm)
@@ -320,6 +327,17 @@ static int capture_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, 
 	return sl_gw_listen_capture_fd(t->gw, fd, err, errlen);
 }
 
+/* On the gateway's thread: wake the supervisor. */
+static void audit_failed(void *data, int err)
+{
+	struct sl_serve *t = data;
+	uint64_t one = 1;
+
+	__atomic_store_n(&t->audit_err, err, __ATOMIC_SEQ_CST);
+	if (write(t->audit_failed_fd, &one, sizeof(one)) < 0)
+		fprintf(stderr, "%s: cannot tell the supervisor: %m\n", t->prog);
+}
+
 static void owned_add(struct sl_gw_config *cfg, const struct sl_netns_pool *p)
 {
 	struct sl_cidr *c;
@@ -391,6 +409,14 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 	((struct sockaddr_in *)&cfg.allowed_peer)->sin_family = AF_INET;
 	((struct sockaddr_in *)&cfg.allowed_peer)->sin_addr = sl_netns_sandbox_peer_addr(sb);
 	owned_ranges(t, &cfg);
+	t->audit_failed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (t->audit_failed_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "gateway: eventfd: %s", strerror(-ret));
+		return ret;
+	}
+	cfg.audit_failed = audit_failed;
+	cfg.audit_failed_data = t;
 	ret = sl_gw_new(&t->loop, &cfg, TAKE_PTR(*policy), t->resolver, t->audit, &t->gw);
 	if (ret < 0) {
 		snprintf(err, errlen, "gateway: %s", strerror(-ret));
@@ -456,6 +482,9 @@ void sl_serve_gateway_stop(struct sl_serve *t)
 	}
 	sl_policy_free(TAKE_PTR(t->pending));
 	sl_audit_close(TAKE_PTR(t->audit));
+	if (t->audit_failed_fd >= 0)
+		sl_closep(&t->audit_failed_fd);
+	t->audit_failed_fd = -1;
 }
 
 void sl_serve_set_policy(struct sl_serve *t, struct sl_policy *p)

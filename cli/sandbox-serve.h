@@ -43,6 +43,12 @@ struct sl_serve {
 	 * starting): never a destination through the gateway, nor is the
 	 * default pool, whatever the policy's private_addresses says. */
 	struct sl_netns_pool pool;
+	/* Readable once the gateway has stopped deciding because the audit
+	 * log cannot be written (it said why on stderr); audit_err is the
+	 * error. -1 before sl_serve_gateway_start() made it. The supervisor
+	 * polls it and ends the command. */
+	int audit_failed_fd;
+	int audit_err;
 
 	/* The gateway's thread: its own loop, stopped through an async handle. */
 	uv_loop_t loop;

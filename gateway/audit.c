@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 struct sl_audit {
 	char *path; /* NULL for stdout */
 	int fd;
+	bool regular; /* a file: a short write means it is full */
+	int err;      /* the first write that failed (sticky), or 0 */
 };
 
 struct out {
@@ -193,6 +196,13 @@ static int open_log(const char *path)
 	return fd < 0 ? negative_errno() : fd;
 }
 
+static bool is_regular(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int sl_audit_open(const char *path, struct sl_audit **ret)
 {
 	struct sl_audit *a = calloc(1, sizeof(*a));
@@ -220,6 +230,7 @@ int sl_audit_open(const char *path, struct sl_audit **ret)
 			return r;
 		}
 	}
+	a->regular = is_regular(a->fd);
 	*ret = a;
 	return 0;
 }
@@ -235,20 +246,36 @@ int sl_audit_reopen(struct sl_audit *a)
 		return fd; /* keep writing to the old file rather than lose lines */
 	close(a->fd);
 	a->fd = fd;
+	a->regular = is_regular(fd);
 	return 0;
+}
+
+/* The log is broken from here on: every later write says so at once. A
+ * log with a hole in it must not go on as if it were whole, and what
+ * serves the sandbox stops on it (sl_audit_error). */
+static int fail(struct sl_audit *a, int err)
+{
+	if (!a->err)
+		a->err = err;
+	return a->err;
 }
 
 int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
 {
 	char line[SL_AUDIT_LINE_MAX + 64];
-	int n = sl_audit_format(r, line, sizeof(line));
+	int n;
 	size_t done = 0;
 
+	if (a->err)
+		return a->err;
+	n = sl_audit_format(r, line, sizeof(line));
 	if (n < 0)
 		return n;
 	/* One write per line: with O_APPEND the line lands whole even when
 	 * another process appends to the same file. Partial writes (a pipe
-	 * or terminal on stdout) are finished, never dropped. */
+	 * or terminal on stdout) are finished, never dropped; to a file, a
+	 * short write means it is full (or over its size limit): the line
+	 * is cut, and that is a failure, not something to finish later. */
 	while (done < (size_t)n) {
 		ssize_t w = write(a->fd, line + done, (size_t)n - done);
 
@@ -263,10 +290,24 @@ int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
 			continue;
 		}
 		if (w < 0)
-			return negative_errno();
+			return fail(a, negative_errno());
+		if (w == 0)
+			return fail(a, -EIO);
 		done += (size_t)w;
+		if (done < (size_t)n && a->regular)
+			return fail(a, -ENOSPC);
 	}
 	return 0;
+}
+
+int sl_audit_error(const struct sl_audit *a)
+{
+	return a ? a->err : 0;
+}
+
+const char *sl_audit_name(const struct sl_audit *a)
+{
+	return a->path ? a->path : "stdout";
 }
 
 int sl_audit_write_summary(struct sl_audit *a, const char *sandbox, const char *event,

@@ -45,8 +45,16 @@ int sl_audit_open(const char *path, struct sl_audit **ret);
 /* Reopen the same path (log rotation on SIGUSR1). */
 int sl_audit_reopen(struct sl_audit *a);
 /* Write one record. Blocks until the whole line is written: nothing is
- * dropped. Returns 0 or a negative errno. */
+ * dropped. Returns 0 or a negative errno. A failed write (a short one to
+ * a file included: the disk is full) is final: every later one returns
+ * the same error without writing, reopen or not (sl_audit_error). */
 int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r);
+/* The error of the first write that failed, or 0 (also for a NULL log).
+ * Whoever serves the sandbox stops deciding once it is set: an agent that
+ * fills the disk must not act unaudited. */
+int sl_audit_error(const struct sl_audit *a);
+/* The log's path, or "stdout", for messages. */
+const char *sl_audit_name(const struct sl_audit *a);
 void sl_audit_close(struct sl_audit *a);
 
 /* Write one record that stands for what the log does not show one by one

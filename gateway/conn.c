@@ -85,8 +85,9 @@ void conn_write_audit(struct conn *c)
 
 	if (c->decided && c->dec.rule)
 		r.rule = sl_rule_id(c->dec.rule, rule, sizeof(rule));
-	if (c->gw->audit && sl_audit_write(c->gw->audit, &r) < 0)
-		fprintf(stderr, "sluice gateway: cannot write the audit log: %m\n");
+	if (c->gw->audit)
+		(void)sl_audit_write(c->gw->audit, &r);
+	(void)sl_gw_audit_ok(c->gw);
 }
 
 static void handle_closed(uv_handle_t *h)
@@ -676,6 +677,11 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	char why[512];
 	int r;
 
+	if (!sl_gw_audit_ok(c->gw)) {
+		c->audited = true;
+		conn_close(c);
+		return;
+	}
 	conn_policy_refresh(c);
 	sl_policy_decide(c->pol->p, &q, &c->dec);
 	c->decided = true;
@@ -928,6 +934,13 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 							 ? NULL
 							 : (const struct sockaddr *)&peer)) {
 		sl_gw_audit_refused_peer(gw, "connect", c->client_addr[0] ? c->client_addr : "?");
+		c->audited = true;
+		conn_close(c);
+		return;
+	}
+	/* The audit log cannot be written: nothing new is decided. Closed at
+	 * once, with no record (there is nowhere to write it). */
+	if (!sl_gw_audit_ok(gw)) {
 		c->audited = true;
 		conn_close(c);
 		return;

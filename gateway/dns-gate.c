@@ -36,6 +36,7 @@ static void audit_suppressed(void *data, const char *suffix, uint64_t n)
 	    gw->audit, gw->cfg.sandbox, "dns", 0,
 	    "dns-budget: %llu more new names under *.%s refused, not logged", (unsigned long long)n,
 	    suffix);
+	(void)sl_gw_audit_ok(gw);
 }
 
 static void audit_refusal(struct sl_gw *gw, const struct sl_rule *rule, const char *name,
@@ -65,8 +66,8 @@ static void audit_refusal(struct sl_gw *gw, const struct sl_rule *rule, const ch
 		 "dns-budget: %u new names under *.%s in the last minute; more are refused "
 		 "for the rest of it, and not logged one by one",
 		 limit, rule->host);
-	if (sl_audit_write(gw->audit, &r) < 0)
-		fprintf(stderr, "sluice gateway: cannot write the audit log: %m\n");
+	(void)sl_audit_write(gw->audit, &r);
+	(void)sl_gw_audit_ok(gw);
 }
 
 static int gate(void *data, const char *name)

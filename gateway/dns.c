@@ -183,8 +183,9 @@ static void audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_q
 		.duration_ms = (int64_t)(uv_now(d->gw->loop) - start_ms),
 	};
 
-	if (d->gw->audit && sl_audit_write(d->gw->audit, &r) < 0)
-		fprintf(stderr, "sluice gateway: cannot write the audit log: %m\n");
+	if (d->gw->audit)
+		(void)sl_audit_write(d->gw->audit, &r);
+	(void)sl_gw_audit_ok(d->gw);
 }
 
 /* ---- Sending replies ---- */
@@ -447,6 +448,12 @@ static void handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct 
 		return;
 	}
 
+	/* The audit log cannot be written: nothing is decided, nor resolved
+	 * (a name sent upstream is data out), nor audited. */
+	if (!sl_gw_audit_ok(d->gw)) {
+		(void)reply(d, c, peer, &q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
+		return;
+	}
 	if (q.qclass != SL_DNS_CLASS_IN) {
 		/* CHAOS and friends (version.bind...) are not the policy's
 		 * business and tell a prober about us: refuse them. */

@@ -48,6 +48,11 @@ struct sl_gw {
 	uint64_t refused_window_ms;
 	unsigned refused_in_window;
 	uint64_t refused_suppressed;
+	/* The audit log failed (sl_gw_audit_ok): said, and open connections
+	 * closed from fail_timer (never from inside one's own close). */
+	bool audit_failed;
+	uv_timer_t fail_timer;
+	bool fail_timer_open;
 };
 
 struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp);

@@ -289,6 +289,7 @@ static void audit_refused_suppressed(struct sl_gw *gw, const char *event)
 				     "not-the-sandbox: %llu more not logged",
 				     (unsigned long long)gw->refused_suppressed);
 	gw->refused_suppressed = 0;
+	(void)sl_gw_audit_ok(gw);
 }
 
 void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *client)
@@ -321,8 +322,40 @@ void sl_gw_audit_refused_peer(struct sl_gw *gw, const char *event, const char *c
 		return;
 	}
 	gw->refused_in_window++;
-	if (sl_audit_write(gw->audit, &r) < 0)
-		fprintf(stderr, "sluice gateway: cannot write the audit log: %m\n");
+	(void)sl_audit_write(gw->audit, &r);
+	(void)sl_gw_audit_ok(gw);
+}
+
+/* Every connection still open is closed: a tunnel decided before the log
+ * broke must not go on relaying unaudited. From a timer, not from where
+ * the failure was seen (inside a connection's own close, perhaps). */
+static void fail_close_all(uv_timer_t *t)
+{
+	struct sl_gw *gw = t->data;
+
+	if (!gw->shutting_down)
+		sl_gw_conn_close_all(gw);
+}
+
+bool sl_gw_audit_ok(struct sl_gw *gw)
+{
+	int err;
+
+	if (gw->audit_failed)
+		return false;
+	err = sl_audit_error(gw->audit);
+	if (!err)
+		return true;
+	gw->audit_failed = true;
+	fprintf(stderr,
+		"sluice gateway: cannot write the audit log %s: %s; deciding nothing more "
+		"(every connection closed, DNS refused)\n",
+		sl_audit_name(gw->audit), strerror(-err));
+	if (gw->fail_timer_open)
+		uv_timer_start(&gw->fail_timer, fail_close_all, 0, 0);
+	if (gw->cfg.audit_failed)
+		gw->cfg.audit_failed(gw->cfg.audit_failed_data, err);
+	return false;
 }
 
 int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy *policy,
@@ -367,6 +400,9 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		free(gw);
 		return r;
 	}
+	uv_timer_init(loop, &gw->fail_timer);
+	gw->fail_timer.data = gw;
+	gw->fail_timer_open = true;
 	*ret = gw;
 	return 0;
 }
@@ -480,7 +516,7 @@ static void proxy_closed(uv_handle_t *h)
 void sl_gw_maybe_free(struct sl_gw *gw)
 {
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->nl_open || gw->conns ||
-	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw))
+	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw) || gw->fail_timer_open)
 		return;
 	/* What the last window kept out of the log is said at the end. */
 	if (gw->refused_suppressed && gw->audit)
@@ -492,6 +528,14 @@ void sl_gw_maybe_free(struct sl_gw *gw)
 	sl_closep(&gw->rt_fd);
 	free(gw->local);
 	free(gw);
+}
+
+static void fail_timer_closed(uv_handle_t *h)
+{
+	struct sl_gw *gw = h->data;
+
+	gw->fail_timer_open = false;
+	sl_gw_maybe_free(gw);
 }
 
 void sl_gw_shutdown(struct sl_gw *gw)
@@ -507,5 +551,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 		uv_close((uv_handle_t *)&gw->proxy, proxy_closed);
 	if (gw->nl_open && !uv_is_closing((uv_handle_t *)&gw->nl_poll))
 		uv_close((uv_handle_t *)&gw->nl_poll, local_watch_closed);
+	if (gw->fail_timer_open && !uv_is_closing((uv_handle_t *)&gw->fail_timer))
+		uv_close((uv_handle_t *)&gw->fail_timer, fail_timer_closed);
 	sl_gw_maybe_free(gw);
 }

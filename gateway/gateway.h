@@ -42,6 +42,13 @@ struct sl_gw_config {
 #define SL_GW_MAX_OWNED 4
 	struct sl_cidr owned[SL_GW_MAX_OWNED];
 	size_t n_owned;
+	/* Called once, on the gateway's loop, when the audit log cannot be
+	 * written (sl_audit_error): from then on the gateway decides nothing
+	 * new (new connections closed at once, DNS queries REFUSED, no
+	 * request relayed, open connections closed), and it has said so on
+	 * stderr. NULL: nobody to tell. */
+	void (*audit_failed)(void *data, int err);
+	void *audit_failed_data;
 };
 
 void sl_gw_config_defaults(struct sl_gw_config *c);
@@ -106,6 +113,14 @@ int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upst
  * (borrowed: it must outlive the gateway). Every inspected response is
  * scrubbed of every secret added. At most 8. Needs inspection enabled. */
 int sl_gw_add_secret(struct sl_gw *gw, const char *name, const struct sl_secret_value *v);
+
+/* Can the audit log still be written? Once it cannot (a write failed:
+ * disk full, EIO; sl_audit_error), false for good: the gateway says so
+ * once on stderr, closes every open connection and calls
+ * cfg.audit_failed; it decides nothing new from then on. The gateway
+ * calls it before every decision and after every record it writes; call
+ * it after writing to the gateway's audit log yourself (on its loop). */
+bool sl_gw_audit_ok(struct sl_gw *gw);
 
 /* Replace the policy (taken over). Connections already deciding keep the
  * policy they started with; the old one is freed when the last is done. */

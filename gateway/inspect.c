@@ -1352,6 +1352,11 @@ static void begin_exchange(struct insp *in, const struct sl_http_request *r)
 		respond(in, 421, "host-mismatch", msg);
 		return;
 	}
+	if (!sl_gw_audit_ok(c->gw)) {
+		c->audited = true;
+		conn_close(c);
+		return;
+	}
 	q.host = in->host;
 	q.host_len = strlen(in->host);
 	q.port = c->port;

@@ -39,7 +39,7 @@ trap 'exit 1' INT TERM
 world_up || { echo "not ok - could not build the test world"; exit 1; }
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
-world_services allowed.test=$N || { echo "not ok - could not start the services"; exit 1; }
+world_services allowed.test=$N denied.test=$N || { echo "not ok - could not start the services"; exit 1; }
 mkdir -m 1777 "$T/w"
 cp "$here/lib/listener.py" "$T/listener.py"
 chmod 644 "$T/listener.py"
@@ -151,5 +151,87 @@ check "... and the host end of A's own veth" "403 403 private-address" "$out $(r
 check "B's listener still saw no connection" "" "$(cat "$T/w/b.listen" 2>/dev/null)"
 kill -TERM "$a_run"
 for _ in $(seq 100); do kill -0 "$a_run" 2>/dev/null || break; sleep 0.1; done
+
+# ==== 2. the audit log cannot be written: nothing more is decided ====
+# `sluice gateway` first (nothing ends it, so what it serves is seen): its
+# audit log on a tmpfs of one page, mounted in a mount namespace of its
+# own. The agent fills it with denied requests; each is audited.
+cat >"$T/gw.yaml" <<'YAML'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80]
+  - host: "*.allowed.test"
+    ports: [80]
+YAML
+mkdir "$T/aud" "$T/aud2"
+world_host_bg unshare -m --propagation private sh -c \
+	"mount -t tmpfs -o size=4k slt-audit '$T/aud' && exec '$SLUICE' gateway --policy '$T/gw.yaml' \
+	--listen 127.0.0.1:3128 --dns 127.0.0.1:53 --resolver '$N:53' --audit '$T/aud/audit.log' \
+	--sandbox fc" >"$T/gw.out" 2>"$T/gw.err"
+gw_pid=$!
+extra_pids+=($gw_pid)
+for _ in $(seq 50); do
+	world_host ss -Hltn "sport = :3128" 2>/dev/null | grep -q . &&
+		world_host ss -Hlun "sport = :53" 2>/dev/null | grep -q . && break
+	sleep 0.1
+done
+GLOG=/proc/$gw_pid/root$T/aud/audit.log
+gcurl() { world_host curl -s -m 5 -o /dev/null -w '%{http_code}' -x http://127.0.0.1:3128 "$@"; }
+origin_hits() { grep -c " $1 " "$T/origin.log"; }
+
+check "the control: an allowed request is relayed" 200 "$(gcurl http://allowed.test/before-full)"
+check "... and audited on the tmpfs" 1 "$(grep -c '"path":"/before-full"' "$GLOG" 2>/dev/null)"
+denied=0 out=403
+for _ in $(seq 100); do
+	out=$(gcurl http://denied.test/flood)
+	[ "$out" = 403 ] || break
+	denied=$((denied + 1))
+done
+echo "# $denied denied requests filled the audit log"
+check "flooding denied requests ends in a closed connection, not a 403" 000 "$out"
+check "the gateway said why, once, naming the file and the error" \
+	"1 sluice gateway: cannot write the audit log $T/aud/audit.log: No space left on device; deciding nothing more (every connection closed, DNS refused)" \
+	"$(grep -c 'cannot write the audit log' "$T/gw.err") $(grep 'cannot write the audit log' "$T/gw.err" | head -n1)"
+check "an allowed request is no longer decided" 000 "$(gcurl http://allowed.test/after-full)"
+check "... nor a CONNECT" 000 "$(gcurl -p -w '%{http_connect}' http://allowed.test/after-full-tunnel | cut -c1-3)"
+check "... and the origin saw neither" "0 0" \
+	"$(origin_hits /after-full) $(origin_hits /after-full-tunnel)"
+out=$(world_host "$PY" "$here/lib/dnsclient.py" 127.0.0.1 q fresh.allowed.test A 2>&1)
+check "a DNS query for an allowed name is refused (5, REFUSED)" 5 "${out%% *}"
+check "... and not resolved upstream" 0 "$(grep -c 'fresh.allowed.test' "$T/dns.log")"
+check "the gateway keeps running (refusing): it does not fall back to serving" 0 \
+	"$(kill -0 "$gw_pid" 2>/dev/null; echo $?)"
+kill -TERM "$gw_pid"
+for _ in $(seq 100); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
+
+# `sluice run`: the same flood from inside the sandbox; run ends the
+# command and exits 124.
+cat >"$T/flood.sh" <<'SH'
+for i in $(seq 200); do
+	c=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://denied.test/flood)
+	echo "$c" >>"$1/flood.out"
+	[ "$c" = 403 ] || break
+done
+curl -s -m 5 -o /dev/null -w '%{http_code}\n' http://allowed.test/run-after-full >>"$1/flood.out"
+sleep 30
+SH
+chmod 644 "$T/flood.sh"
+world_host_bg unshare -m --propagation private sh -c \
+	"mount -t tmpfs -o size=4k slt-audit2 '$T/aud2' && exec '$SLUICE' run --ro '$T' --rw '$T/w' \
+	--policy '$T/gw.yaml' --resolver '$N:53' --audit '$T/aud2/audit.log' -- sh '$T/flood.sh' '$T/w'" \
+	>"$T/run.out" 2>"$T/run.err"
+run_pid=$!
+extra_pids+=($run_pid)
+rc=
+for _ in $(seq 300); do
+	kill -0 "$run_pid" 2>/dev/null || { wait "$run_pid"; rc=$?; break; }
+	sleep 0.1
+done
+check "run ends the command and exits 124" 124 "$rc"
+check_has "... saying why" "sluice run: the audit log cannot be written (No space left on device): ending the command (exit 124)" "$(cat "$T/run.err")"
+check_has "... after the gateway named the file" "cannot write the audit log $T/aud2/audit.log" "$(cat "$T/run.err")"
+check "the sandbox's allowed request after it reached no origin" 0 "$(origin_hits /run-after-full)"
+check "the flood got 403s first (it was audited until the log was full)" 403 "$(head -n1 "$T/w/flood.out" 2>/dev/null)"
 
 finish

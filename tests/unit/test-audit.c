@@ -9,7 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -156,6 +159,64 @@ static void test_file_and_reopen(void **state)
 	rmdir(dir);
 }
 
+/* A write that fails is final: the gateway stops on sl_audit_error, and
+ * no later record (a summary, after a reopen) pretends the log is whole. */
+static void test_failure_is_final(void **state)
+{
+	struct sl_audit_record r = base();
+	struct sl_audit *a;
+
+	(void)state;
+	assert_int_equal(sl_audit_open("/dev/full", &a), 0);
+	assert_int_equal(sl_audit_error(a), 0);
+	assert_int_equal(sl_audit_write(a, &r), -ENOSPC);
+	assert_int_equal(sl_audit_error(a), -ENOSPC);
+	assert_string_equal(sl_audit_name(a), "/dev/full");
+	assert_int_equal(sl_audit_write_summary(a, "sb", "blocked", -1, "x: %d more", 3), -ENOSPC);
+	assert_int_equal(sl_audit_reopen(a), 0);
+	assert_int_equal(sl_audit_write(a, &r), -ENOSPC);
+	sl_audit_close(a);
+	assert_int_equal(sl_audit_error(NULL), 0);
+}
+
+/* A short write to a file is the file being full: a failure at once, not
+ * a line to finish later. RLIMIT_FSIZE stands in for a full disk: the
+ * kernel writes up to the limit and says how much. */
+static void test_short_write_fails(void **state)
+{
+	char dir[] = "/tmp/sluice-audit-XXXXXX", path[64];
+	struct sl_audit_record r = base();
+	struct rlimit old, lim;
+	struct sl_audit *a;
+	struct stat st;
+	int n = sl_audit_format(&r, line, sizeof(line));
+
+	(void)state;
+	assert_true(n > 20);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/audit.log", dir);
+	assert_int_equal(sl_audit_open(path, &a), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = (rlim_t)n + 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+
+	assert_int_equal(sl_audit_write(a, &r), 0);
+	assert_int_equal(sl_audit_write(a, &r), -ENOSPC); /* 10 bytes went: short */
+	assert_int_equal(sl_audit_error(a), -ENOSPC);
+	lim.rlim_cur = old.rlim_cur;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	/* Room again, but the log has a cut line: nothing more is written. */
+	assert_int_equal(sl_audit_write(a, &r), -ENOSPC);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, n + 10);
+	sl_audit_close(a);
+	signal(SIGXFSZ, SIG_DFL);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +224,8 @@ int main(void)
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_long_fields),
 		cmocka_unit_test(test_file_and_reopen),
+		cmocka_unit_test(test_failure_is_final),
+		cmocka_unit_test(test_short_write_fails),
 	};
 	return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
 }
