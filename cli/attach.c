@@ -521,7 +521,10 @@ static void wait_for_the_end(struct attach *a, const sigset_t *set)
 int sl_cmd_attach(int argc, char **argv)
 {
 	struct attach a = {
-	    .pidfd = -1, .netns_fd = -1, .stop_pipe = {-1, -1}, .serve = {.prog = PROG, .audit_failed_fd = -1}};
+	    .pidfd = -1,
+	    .netns_fd = -1,
+	    .stop_pipe = {-1, -1},
+	    .serve = {.prog = PROG, .audit_failed_fd = -1}};
 	sigset_t set;
 	char err[512];
 	int r;

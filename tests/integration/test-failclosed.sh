@@ -70,7 +70,8 @@ allow: []
 YAML
 world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --audit "$T/b.log" -- \
 	"$PY" "$T/listener.py" "$T/w/b.listen" 0.0.0.0:8080=16 >"$T/b.out" 2>"$T/b.err"
-extra_pids+=($!)
+b_run=$!
+extra_pids+=($b_run)
 wait_file "$T/w/b.listen.ready" || { notok "sandbox B did not start: $(cat "$T/b.err")"; finish; }
 b_pid=$(find_cmd "$PY $T/listener.py $T/w/b.listen 0.0.0.0:8080=16 ")
 b_gw=$(host_end "$b_pid")
@@ -149,8 +150,8 @@ for _ in $(seq 50); do
 done
 check "... and the host end of A's own veth" "403 403 private-address" "$out $(reason_of "$a_gw")"
 check "B's listener still saw no connection" "" "$(cat "$T/w/b.listen" 2>/dev/null)"
-kill -TERM "$a_run"
-for _ in $(seq 100); do kill -0 "$a_run" 2>/dev/null || break; sleep 0.1; done
+kill -TERM "$a_run" "$b_run"
+for _ in $(seq 100); do kill -0 "$a_run" 2>/dev/null || kill -0 "$b_run" 2>/dev/null || break; sleep 0.1; done
 
 # ==== 2. the audit log cannot be written: nothing more is decided ====
 # `sluice gateway` first (nothing ends it, so what it serves is seen): its

@@ -253,6 +253,41 @@ static void test_own_address(void **state)
 	LOCAL(&gw, "203.0.113.2");
 }
 
+static bool is_owned(const struct sl_gw *gw, const char *text)
+{
+	struct sockaddr_storage ss = { 0 };
+
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		fail_msg("bad test address %s", text);
+	return sl_gw_is_owned(gw, (const struct sockaddr *)&ss);
+}
+
+/* sluice's sandbox pool (cfg.owned), in every dress, and only it. */
+static void test_owned_ranges(void **state)
+{
+	struct sl_gw gw = { 0 };
+	static const char *in[] = { "10.231.0.2", "10.231.255.254", "::ffff:10.231.0.6",
+				    "64:ff9b::10.231.0.1", "2002:ae7:1::1", "10.20.128.1" };
+	static const char *out[] = { "10.230.255.255", "10.232.0.0", "10.20.0.1", "203.0.113.1",
+				     "2001:db8::10.231.0.2" };
+	size_t i;
+
+	assert_false(is_owned(&gw, "10.231.0.2")); /* none configured: nothing owned */
+	gw.cfg.owned[0] = (struct sl_cidr){ .family = AF_INET, .addr = { 10, 231 }, .prefix = 16 };
+	gw.cfg.owned[1] = (struct sl_cidr){ .family = AF_INET, .addr = { 10, 20, 128 }, .prefix = 17 };
+	gw.cfg.n_owned = 2;
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		if (!is_owned(&gw, in[i]))
+			fail_msg("%s: not taken for sluice's own", in[i]);
+	for (i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+		if (is_owned(&gw, out[i]))
+			fail_msg("%s: taken for sluice's own", out[i]);
+}
+
 static void test_other_family(void **state)
 {
 	uint8_t a[16] = { 0 };
@@ -269,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_embedded_forms),
 		cmocka_unit_test(test_embedded_list),
 		cmocka_unit_test(test_own_address),
+		cmocka_unit_test(test_owned_ranges),
 		cmocka_unit_test(test_other_family),
 	};
 	return cmocka_run_group_tests_name("addr", tests, NULL, NULL);
