@@ -343,7 +343,9 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 	int rcode = SL_DNS_RCODE_NOERROR, sent;
 
 	dq->req = NULL;
-	if (status == -EDQUOT) {
+	/* The audit log broke while this was resolved: no answer is given
+	 * out (it could not be audited). */
+	if (status == -EDQUOT || !sl_gw_audit_ok(d->gw)) {
 		/* The wildcard's budget of new names is spent (dns-gate.c,
 		 * which audited it once for the window: not per query, or
 		 * the names kept from upstream would flood the log).
