@@ -87,7 +87,7 @@ int conn_keep_pipelined(struct conn *c, const char *p, size_t n)
 
 /* A kept-alive exchange's upstream connection is closed: the next request
  * on the client's connection may begin (it needs the handle again). */
-static void upstream_closed_next(uv_handle_t *h)
+void conn_upstream_closed_next(uv_handle_t *h)
 {
 	struct conn *c = h->data;
 
@@ -123,7 +123,7 @@ static void end_exchange(struct conn *c)
 	c->n_exchanges++;
 	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
 	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->upstream, upstream_closed_next);
+	uv_close((uv_handle_t *)&c->upstream, conn_upstream_closed_next);
 }
 
 /* Headers the origin sent for its hop only: they must not reach the

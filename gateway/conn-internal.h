@@ -134,6 +134,9 @@ void conn_http_start(struct conn *c);
 /* A kept-alive exchange is over and its upstream closed: read, decide and
  * go on with the next request (c->pipelined first). */
 void conn_next_request(struct conn *c);
+/* The close callback of an exchange's upstream handle: then the next
+ * request (conn_next_request), unless the connection is closing. */
+void conn_upstream_closed_next(uv_handle_t *h);
 void conn_tunnel_start(struct conn *c);
 /* A request head inside a tunnel that carries plain HTTP (c->pinned). */
 void conn_tunnel_http_head(struct conn *c, const struct sl_http_request *r);

@@ -41,19 +41,6 @@ static void relay_with_peeked(struct conn *c)
  * whichever the Host says). The CONNECT itself is audited now; the
  * upstream it opened is closed, and each request gets its own, as plain
  * HTTP does. */
-static void tunnel_upstream_closed(uv_handle_t *h)
-{
-	struct conn *c = h->data;
-
-	c->upstream_open = false;
-	if (--c->open_handles == 0) {
-		conn_free(c);
-		return;
-	}
-	if (c->state != ST_CLOSING)
-		conn_next_request(c);
-}
-
 static void tunnel_to_http(struct conn *c)
 {
 	uv_read_stop((uv_stream_t *)&c->client);
@@ -74,7 +61,7 @@ static void tunnel_to_http(struct conn *c)
 	c->len = 0;
 	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
 	if (c->upstream_open) {
-		uv_close((uv_handle_t *)&c->upstream, tunnel_upstream_closed);
+		uv_close((uv_handle_t *)&c->upstream, conn_upstream_closed_next);
 		return;
 	}
 	conn_next_request(c);
