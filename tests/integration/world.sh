@@ -13,6 +13,19 @@
 #   world_host_bg CMD.. the same in the background; $! is CMD's pid
 #   world_net CMD...    run CMD in the internet namespace
 #   world_bg NS CMD...  start CMD in the background in namespace NS
+#   world_begin         world_up, with world_down as the EXIT trap (INT and
+#                       TERM exit 1); a world that does not come up is
+#                       "not ok" and exit 1
+#   world_gateway_up LOG PORTS CMD...
+#                       start CMD (`sluice gateway`, or a wrapper that execs
+#                       it) with world_host_bg, stdout and stderr appended
+#                       to LOG, its pid in $world_gw_pid and in the pids
+#                       world_down stops; wait (bounded, 10 s) until it
+#                       listens on every one of PORTS (comma-separated: 3128
+#                       is TCP, udp:53 UDP). Not by then, or it exited: "not
+#                       ok - the gateway did not start: LOG" and return 1
+#   world_forget PID    world_down need not stop PID (the test stopped and
+#                       waited for it): its number may be another's by then
 #   world_canary_count  packets that reached the canary (or came from a
 #                       sandbox address) so far; a bypass test wants 0
 #   world_services NAME=ADDR...
@@ -57,6 +70,41 @@ world_bg() {
 	shift
 	ip netns exec "$ns" "$@" &
 	world_pids+=($!)
+}
+
+world_begin() {
+	trap world_down EXIT
+	trap 'exit 1' INT TERM
+	world_up || { echo "not ok - the test world did not come up"; exit 1; }
+}
+
+world_gw_pid=
+world_gateway_up() {
+	local log=$1 ports=$2 p up
+	shift 2
+	world_host_bg "$@" >>"$log" 2>&1
+	world_gw_pid=$!
+	world_pids+=("$world_gw_pid")
+	for _ in $(seq 100); do
+		up=1
+		for p in ${ports//,/ }; do
+			case $p in
+			udp:*) world_host ss -Hlun "sport = :${p#udp:}" 2>/dev/null | grep -q . ;;
+			*) world_host ss -Hltn "sport = :$p" 2>/dev/null | grep -q . ;;
+			esac || { up=; break; }
+		done
+		[ -n "$up" ] && return 0
+		kill -0 "$world_gw_pid" 2>/dev/null || break # it exited: nothing to wait for
+		sleep 0.1
+	done
+	echo "not ok - the gateway did not start: $(cat "$log")"
+	return 1
+}
+
+world_forget() {
+	local p keep=()
+	for p in "${world_pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	world_pids=("${keep[@]}")
 }
 
 world_up() {

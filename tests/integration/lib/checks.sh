@@ -10,6 +10,12 @@
 #                             fail; fail when a TOOL is missing
 #   check NAME WANT GOT       ok when GOT is WANT
 #   check_has NAME NEEDLE HAY ok when HAY contains NEEDLE
+#   check_lacks NAME NEEDLE HAY  ok when HAY does not contain NEEDLE
+#   wait_for_file FILE        wait (bounded, 5 s) until FILE exists; 1 if not
+#   write_policy FILE         write stdin to FILE, mode 644 (readable by the
+#                             sandbox's user)
+#   $PY                       the python3 to run, /usr/bin's where there is
+#                             one (a sandbox sees /usr)
 #   audit_last                the newest record in $T/audit.log, waiting
 #                             (bounded) for one newer than the last seen
 #   audit_again               the same record again
@@ -18,6 +24,8 @@
 passed=0
 failed=0
 audit_seen=0
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
 
 needs_root() {
 	local name=$1 tool
@@ -38,6 +46,16 @@ check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"
 check_has() {
 	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: $3"; fi
 }
+
+check_lacks() {
+	if grep -qF -- "$2" <<<"$3"; then notok "$1: '$2' found"; else ok "$1"; fi
+}
+
+wait_for_file() {
+	for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+write_policy() { cat >"$1" && chmod 644 "$1"; }
 
 # A record is written when its exchange ends, which can be a moment after
 # the client is done.
