@@ -22,18 +22,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-smuggling.sh ip nft nsenter python3 dnsmasq openssl ss
 
 . "$here/world.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-
-gw_pid=
-cleanup() {
-	[ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null
-	world_down
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 R=$T/raw # the raw origin's logs
@@ -54,8 +43,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
 	-addext subjectAltName=DNS:raw.test -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:early 82:chunky 443:full:tls \
 	444:early:tls --cert "$T/cert.pem" --key "$T/key.pem"
-for _ in $(seq 50); do [ -e "$R/ready" ] && break; sleep 0.1; done
-[ -e "$R/ready" ] || { echo "not ok - the raw origin did not start"; exit 1; }
+wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 # Port 443 and 444 name methods: inspected (TLS ended at the gateway).
 cat >"$T/policy.yaml" <<'P'
@@ -67,13 +55,10 @@ allow:
     ports: [443, 444]
     methods: [GET, POST]
 P
-world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 203.0.113.1:3128 \
-	--resolver "$N:53" --audit "$T/audit.log" --sandbox test --upstream-ca "$T/cert.pem" \
-	--ca-dir "$T/ca" --header-timeout 1000 --max-header-bytes 4096 --idle-timeout 5000 \
-	>>"$T/gw.log" 2>&1
-gw_pid=$!
-for _ in $(seq 50); do world_host ss -Hltn 'sport = :3128' | grep -q . && break; sleep 0.1; done
-world_host ss -Hltn 'sport = :3128' | grep -q . || { echo "not ok - no gateway: $(cat "$T/gw.log")"; exit 1; }
+world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
+	--listen 203.0.113.1:3128 --resolver "$N:53" --audit "$T/audit.log" --sandbox test \
+	--upstream-ca "$T/cert.pem" --ca-dir "$T/ca" --header-timeout 1000 --max-header-bytes 4096 \
+	--idle-timeout 5000 || exit 1
 
 conv() { world_host env RAWCONV_CA="$T/ca/ca-bundle.crt" "$PY" "$here/lib/rawconv.py" 203.0.113.1 3128 "$@" 2>&1; }
 sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
