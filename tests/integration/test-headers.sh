@@ -25,17 +25,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-headers.sh ip nft nsenter python3 dnsmasq openssl ss
 
 . "$here/world.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-GW=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	[ -n "$GW" ] && kill "$GW" 2>/dev/null && wait "$GW" 2>/dev/null
-	world_down
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 
@@ -46,7 +36,7 @@ ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
 	denym.test="$N" free.test="$N" || { echo "not ok - services"; exit 1; }
 
 policy() { # policy FILE API-PATHS API-INJECT PLAIN-PATHS
-	cat >"$1" <<P
+	write_policy "$1" <<P
 version: 1
 secrets:
   anthropic: { file: $T/secrets/anthropic.key }
@@ -71,7 +61,6 @@ deny:
   - host: denym.test
     methods: [DELETE]
 P
-	chmod 644 "$1"
 }
 INJ="    inject: { header: x-api-key, secret: anthropic }"
 policy "$T/policy.yaml" '"/echo-headers", "/v1/*"' "$INJ" '"/echo-headers", "/v1/*"'
@@ -79,16 +68,10 @@ policy "$T/policy.yaml" '"/echo-headers", "/v1/*"' "$INJ" '"/echo-headers", "/v1
 # plain.test loses /v1/*.
 policy "$T/policy2.yaml" '"/echo-headers"' "" '"/echo-headers"'
 
-world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 127.0.0.1:3128 \
-	--resolver "$N:53" --upstream-ca "$T/cert.pem" --ca-dir "$T/ca" \
-	--audit "$T/audit.log" 2>"$T/gw.err"
-GW=$!
-for _ in $(seq 100); do
-	world_host ss -Hltn 'sport = :3128' | grep -q . && break
-	sleep 0.1
-done
-world_host ss -Hltn 'sport = :3128' | grep -q . ||
-	{ echo "not ok - sluice gateway did not start: $(cat "$T/gw.err")"; exit 1; }
+world_gateway_up "$T/gw.err" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
+	--listen 127.0.0.1:3128 --resolver "$N:53" --upstream-ca "$T/cert.pem" --ca-dir "$T/ca" \
+	--audit "$T/audit.log" || exit 1
+GW=$world_gw_pid
 
 tls() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 "$T/ca/ca-bundle.crt" tls "$@" 2>&1; }
 plain() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 - plain "$@" 2>&1; }
@@ -223,7 +206,7 @@ if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else no
 # With a sanitizer build, a report (or a leak, at exit) lands in gw.err.
 kill -TERM "$GW"
 wait "$GW"
-GW=
+world_forget "$GW"
 if grep -qE "AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:" "$T/gw.err"; then
 	notok "no sanitizer report: $(grep -m1 -E "Sanitizer|runtime error:" "$T/gw.err")"
 else

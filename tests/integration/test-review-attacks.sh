@@ -24,17 +24,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-review-attacks.sh ip nft nsenter python3 dnsmasq openssl ss
 
 . "$here/world.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-GW=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	[ -n "$GW" ] && kill "$GW" 2>/dev/null && wait "$GW" 2>/dev/null
-	world_down
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 
@@ -45,7 +35,7 @@ ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
 
 # key.test: the credential goes on 443; another rule lets port 80 through
 # (for redirects, say), and injects nothing.
-cat >"$T/policy.yaml" <<P
+write_policy "$T/policy.yaml" <<P
 version: 1
 dns: { new_names_per_minute: 2 }
 # Broad, as an operator reaching "everything internal" might write it:
@@ -77,20 +67,12 @@ allow:
   - host: "*.wild.test"
   - host: "*.nx.test"
 P
-chmod 644 "$T/policy.yaml"
 
-world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 127.0.0.1:3128 \
-	--resolver "$N:53" --upstream-ca "$T/cert.pem" --ca-dir "$T/ca" \
-	--audit "$T/audit.log" 2>"$T/gw.err"
-GW=$!
-for _ in $(seq 100); do
-	world_host ss -Hltn 'sport = :3128' | grep -q . && break
-	sleep 0.1
-done
-world_host ss -Hltn 'sport = :3128' | grep -q . ||
-	{ echo "not ok - sluice gateway did not start: $(cat "$T/gw.err")"; exit 1; }
+world_gateway_up "$T/gw.err" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
+	--listen 127.0.0.1:3128 --resolver "$N:53" --upstream-ca "$T/cert.pem" --ca-dir "$T/ca" \
+	--audit "$T/audit.log" || exit 1
+GW=$world_gw_pid
 
-waitfile() { for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 tls() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 "$T/ca/ca-bundle.crt" tls "$@" 2>&1; }
 plain() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 - plain "$@" 2>&1; }
 get() { printf 'GET %s HTTP/1.1\\r\\nHost: %s\\r\\n%s\\r\\n' "$2" "$1" "${3:-}"; } # get HOST TARGET [HEADERS]
@@ -218,7 +200,7 @@ check "... and its name went upstream as for one lookup (c-ares tries twice), no
 ip -n "$WORLD_HOST" route add local 198.51.100.0/24 dev lo
 world_host_bg "$PY" "$here/lib/listener.py" "$T/host.log" 198.51.100.7:80 127.0.0.1:80 127.0.0.2:80
 world_pids+=($!)
-waitfile "$T/host.log.ready" || { echo "not ok - the host's listener did not start"; exit 1; }
+wait_for_file "$T/host.log.ready" || { echo "not ok - the host's listener did not start"; exit 1; }
 touch "$T/host.log"
 out=$(plain "$(get anyip.test 'http://anyip.test/anyip')")
 check "a name that resolves into a local route of the gateway host: refused (403)" "HTTP 403" \
@@ -235,7 +217,7 @@ check "... nothing reached the host's loopback listeners" "0" "$(grep -c 'accept
 if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else notok "sluice gateway died"; fi
 kill -TERM "$GW"
 wait "$GW"
-GW=
+world_forget "$GW"
 if grep -qE "AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:" "$T/gw.err"; then
 	notok "no sanitizer report: $(grep -m1 -E "Sanitizer|runtime error:" "$T/gw.err")"
 else
