@@ -19,10 +19,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-review2-attacks.sh ip nft nsenter python3 dnsmasq openssl
 
 . "$here/world.sh"
-
-trap world_down EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }
@@ -106,16 +103,15 @@ while True:  # ends when world_down kills it
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 world_bg "$WORLD_NET" python3 "$T/evil.py" "$T/evil.log" "$N"
-for _ in $(seq 50); do [ -e "$T/evil.log.ready" ] && break; sleep 0.1; done
+wait_for_file "$T/evil.log.ready"
 touch "$T/evil.log"
 
-cat >"$T/policy.yaml" <<'P'
+write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: allowed.test
     ports: [80, 8080]
 P
-chmod 644 "$T/policy.yaml"
 
 cat >"$T/client.py" <<'PY'
 import os, socket, sys, time

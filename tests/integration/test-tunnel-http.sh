@@ -22,10 +22,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-tunnel-http.sh ip nft nsenter python3 dnsmasq openssl
 
 . "$here/world.sh"
-
-trap world_down EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 world_services allowed.test=$N denied.test=$N banner.test=$N ||
@@ -56,10 +53,10 @@ while True:  # ends when world_down kills it
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 world_bg "$WORLD_NET" python3 "$T/banner.py" "$T/banner.log" "$N"
-for _ in $(seq 50); do [ -e "$T/banner.log.ready" ] && break; sleep 0.1; done
+wait_for_file "$T/banner.log.ready"
 touch "$T/banner.log"
 
-cat >"$T/policy.yaml" <<'P'
+write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: allowed.test
@@ -67,7 +64,6 @@ allow:
     ports: [2222]
     protocol: tcp
 P
-chmod 644 "$T/policy.yaml"
 
 # The sandbox's side: each scenario prints "NAME: what came back". Raw
 # sockets, so nothing normalises the bytes we mean to send.
