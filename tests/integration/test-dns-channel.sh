@@ -18,38 +18,15 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
-if [ "$(id -u)" != 0 ]; then
-	echo "# test-dns-channel.sh needs root (network namespaces)"
-	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
-	exit 77
-fi
-for tool in ip nft nsenter unshare python3 dnsmasq dig; do
-	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
-done
-
-. "$here/world.sh"
-PY=/usr/bin/python3
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-notok() { failed=$((failed + 1)); echo "not ok - $*"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: got '$3', want '$2'"; fi; }
+. "$here/lib/checks.sh"
+needs_root test-dns-channel.sh ip nft nsenter unshare python3 dnsmasq dig
+# Its hays are whole logs: a failure shows their first 2000 characters.
 check_has() {
 	if grep -qF -- "$2" <<<"$3"; then ok "$1"; else notok "$1: '$2' not in: ${3:0:2000}"; fi
 }
-check_lacks() {
-	if grep -qF -- "$2" <<<"$3"; then notok "$1: '$2' found"; else ok "$1"; fi
-}
 
-gw_pid=
-cleanup() {
-	[ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null
-	world_down
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+. "$here/world.sh"
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 S=$WORLD_HOST_ADDR # the gateway's DNS server and proxy
@@ -80,7 +57,7 @@ world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf"
 # enough that a resolver honouring it would try NAME.srch.test first.
 printf 'search srch.test\noptions ndots:5\nnameserver %s\n' "$N" >"$T/resolv.conf"
 
-cat >"$T/policy.yaml" <<'P'
+write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: "*.wild.test"
@@ -91,20 +68,12 @@ allow:
     protocol: tcp
   - host: cdn-b.test
 P
-chmod 644 "$T/policy.yaml"
 
-world_host_bg unshare -m --propagation private sh -c \
+world_gateway_up "$T/gw.log" udp:53,3128 unshare -m --propagation private sh -c \
 	'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"' sh "$T/resolv.conf" \
 	"$SLUICE" gateway --policy "$T/policy.yaml" --listen "$S:3128" --dns "$S:53" \
-	--resolver "$N:53" --audit "$T/audit.log" --sandbox test >>"$T/gw.log" 2>&1
-gw_pid=$!
-for _ in $(seq 50); do
-	world_host ss -Hlun "sport = :53" 2>/dev/null | grep -q . &&
-		world_host ss -Hltn "sport = :3128" 2>/dev/null | grep -q . && break
-	sleep 0.1
-done
-world_host ss -Hlun "sport = :53" 2>/dev/null | grep -q . ||
-	{ echo "not ok - the gateway did not start: $(cat "$T/gw.log")"; exit 1; }
+	--resolver "$N:53" --audit "$T/audit.log" --sandbox test || exit 1
+gw_pid=$world_gw_pid
 
 dig_() { world_host dig @"$S" +time=3 +tries=1 "$@" 2>&1; }
 status_of() { sed -n 's/.*status: \([A-Z]*\),.*/\1/p' <<<"$1" | head -n1; }
@@ -234,7 +203,7 @@ kill -TERM "$gw_pid"
 for _ in $(seq 100); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
 wait "$gw_pid"
 check "the gateway stops cleanly" 0 "$?"
-gw_pid=
+world_forget "$gw_pid"
 if grep -q "ERROR: \(Address\|Leak\)Sanitizer\|runtime error" "$T/gw.log"; then
 	notok "the sanitizers found something: $(grep -m3 -A5 "Sanitizer\|runtime error" "$T/gw.log")"
 fi
@@ -261,7 +230,7 @@ while True:
     c.close()
 PY
 world_bg "$WORLD_NET" "$PY" "$T/sshd.py" "$N" "$T/ssh.log"
-for _ in $(seq 50); do [ -e "$T/ssh.log.ready" ] && break; sleep 0.1; done
+wait_for_file "$T/ssh.log.ready"
 : >"$T/audit.log"
 out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--audit "$T/audit.log" -- "$PY" -c '
@@ -305,5 +274,4 @@ fi
 check_has "... the rest audited as dns-budget" '"reason":"dns-budget"' "$(cat "$T/audit.log")"
 check "the canary saw no packet" 0 "$(world_canary_count)"
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish
