@@ -20,19 +20,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-ssrf.sh ip nft nsenter python3 curl openssl prlimit
 
 . "$here/world.sh"
-PY=/usr/bin/python3
-
-gw_pid=
-gw2_pid=
-cleanup() {
-	[ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null
-	[ -n "$gw2_pid" ] && kill "$gw2_pid" 2>/dev/null
-	world_down
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 GW=203.0.113.1:3128
 SELF=203.0.113.1      # the gateway host's own address (wh0)
@@ -43,15 +31,13 @@ POOL_B=198.51.100.3   # a second origin, for pb.test
 CAP=198.51.100.90     # tunnels for the connection-cap check
 for a in $SLOW $BIG $POOL_B $CAP; do ip -n "$WORLD_NET" addr add $a/32 dev lo; done
 
-waitfile() { for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
-
 # The upstream resolver: slow.test answers 1.5 s late, past the gateway's
 # --connect-timeout (500 ms) but within c-ares' own 2 s per try.
 world_bg "$WORLD_NET" "$PY" "$here/lib/slowdns.py" "$T/dns.log" "$WORLD_NET_ADDR" \
 	self.test=$SELF own6.test=::ffff:$SELF nat64.test=64:ff9b::cb00:7101 \
 	sixto4.test=2002:cb00:7101::1 new.test=$NEW "slow.test=$SLOW@1500" big.test=$BIG \
 	pa.test=$WORLD_NET_ADDR pb.test=$POOL_B cap.test=$CAP
-waitfile "$T/dns.log.ready" || { echo "not ok - the resolver did not start"; exit 1; }
+wait_for_file "$T/dns.log.ready" || { echo "not ok - the resolver did not start"; exit 1; }
 touch "$T/dns.log"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=pa.test \
@@ -64,7 +50,7 @@ world_bg "$WORLD_NET" "$PY" "$here/lib/origin.py" "$T/origin2.log" "$T/cert.pem"
 world_bg "$WORLD_NET" "$PY" "$here/lib/listener.py" "$T/net.log" "$SLOW:80" "$BIG:80=600000" \
 	"$CAP:80=1"
 for f in origin.log origin2.log net.log; do
-	waitfile "$T/$f.ready" || { echo "not ok - $f's server did not start"; exit 1; }
+	wait_for_file "$T/$f.ready" || { echo "not ok - $f's server did not start"; exit 1; }
 	touch "$T/$f"
 done
 
@@ -88,16 +74,9 @@ allow:
 P
 mkdir -m 700 "$T/ca"
 
-world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen $GW \
+world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" --listen $GW \
 	--resolver "$WORLD_NET_ADDR:53" --audit "$T/audit.log" --sandbox test \
-	--upstream-ca "$T/cert.pem" --ca-dir "$T/ca" --connect-timeout 500 >>"$T/gw.log" 2>&1
-gw_pid=$!
-for _ in $(seq 50); do
-	world_host ss -Hltn 'sport = :3128' | grep -q . && break
-	sleep 0.1
-done
-world_host ss -Hltn 'sport = :3128' | grep -q . ||
-	{ echo "not ok - the gateway did not start: $(cat "$T/gw.log")"; exit 1; }
+	--upstream-ca "$T/cert.pem" --ca-dir "$T/ca" --connect-timeout 500 || exit 1
 
 # An address the host gains after sluice read its list (DHCP, a new
 # interface), then listeners on it and on the host's own address.
@@ -105,7 +84,7 @@ ip -n "$WORLD_HOST" addr add $NEW/32 dev lo
 world_host_bg "$PY" "$here/lib/listener.py" "$T/host.log" "$SELF:80" "$SELF:443" "$NEW:80" \
 	"$NEW:443"
 world_pids+=($!)
-waitfile "$T/host.log.ready" || { echo "not ok - the host's listeners did not start"; exit 1; }
+wait_for_file "$T/host.log.ready" || { echo "not ok - the host's listeners did not start"; exit 1; }
 touch "$T/host.log"
 
 code() { world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://$GW" "$@" 2>/dev/null; }
@@ -198,14 +177,11 @@ rc=$?
 check "a --max-connections that cannot fit the open-file limit is refused at start (exit 2)" "2" "$rc"
 check_has "... saying what it needs" "--max-connections 1048576: 1048576 connections need 2097376 open files" "$out"
 
-world_host_bg prlimit --nofile=256:4096 "$SLUICE" gateway --policy "$T/policy.yaml" \
-	--listen 203.0.113.1:3129 --resolver "$WORLD_NET_ADDR:53" --max-connections 200 \
-	--connect-timeout 5000 >>"$T/gw2.log" 2>&1
-gw2_pid=$!
-for _ in $(seq 50); do
-	world_host ss -Hltn 'sport = :3129' | grep -q . && break
-	sleep 0.1
-done
+# Whether it started is for the checks below to say.
+world_gateway_up "$T/gw2.log" 3129 prlimit --nofile=256:4096 "$SLUICE" gateway \
+	--policy "$T/policy.yaml" --listen 203.0.113.1:3129 --resolver "$WORLD_NET_ADDR:53" \
+	--max-connections 200 --connect-timeout 5000
+gw2_pid=$world_gw_pid
 check "under a soft limit of 256 files, --max-connections 200 raises it to what 200 need" "624" \
 	"$(awk '/^Max open files/ { print $4 }' "/proc/$gw2_pid/limits")"
 out=$(world_host "$PY" - <<'PYC'
