@@ -24,8 +24,6 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-failclosed.sh ip nft nsenter unshare python3 curl dnsmasq openssl
 [ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
 . "$here/world.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
 
 extra_pids=()
 cleanup() {
@@ -44,7 +42,6 @@ mkdir -m 1777 "$T/w"
 cp "$here/lib/listener.py" "$T/listener.py"
 chmod 644 "$T/listener.py"
 
-wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
 # The pid of the process whose command line is $1, in a namespace not ours.
 find_cmd() {
 	local p ns
@@ -72,7 +69,7 @@ world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --audit "$T/b.log" -- \
 	"$PY" "$T/listener.py" "$T/w/b.listen" 0.0.0.0:8080=16 >"$T/b.out" 2>"$T/b.err"
 b_run=$!
 extra_pids+=($b_run)
-wait_file "$T/w/b.listen.ready" || { notok "sandbox B did not start: $(cat "$T/b.err")"; finish; }
+wait_for_file "$T/w/b.listen.ready" || { notok "sandbox B did not start: $(cat "$T/b.err")"; finish; }
 b_pid=$(find_cmd "$PY $T/listener.py $T/w/b.listen 0.0.0.0:8080=16 ")
 b_gw=$(host_end "$b_pid")
 b_addr=$(peer_of "$b_gw")
@@ -166,17 +163,14 @@ allow:
     ports: [80]
 YAML
 mkdir "$T/aud" "$T/aud2"
-world_host_bg unshare -m --propagation private sh -c \
+# Its stdout apart: gw.err, the evidence below, holds its stderr only.
+# Whether it started is for the checks below to say.
+world_gateway_up "$T/gw.err" 3128,udp:53 unshare -m --propagation private sh -c \
 	"mount -t tmpfs -o size=4k slt-audit '$T/aud' && exec '$SLUICE' gateway --policy '$T/gw.yaml' \
 	--listen 127.0.0.1:3128 --dns 127.0.0.1:53 --resolver '$N:53' --audit '$T/aud/audit.log' \
-	--sandbox fc" >"$T/gw.out" 2>"$T/gw.err"
-gw_pid=$!
+	--sandbox fc >'$T/gw.out'"
+gw_pid=$world_gw_pid
 extra_pids+=($gw_pid)
-for _ in $(seq 50); do
-	world_host ss -Hltn "sport = :3128" 2>/dev/null | grep -q . &&
-		world_host ss -Hlun "sport = :53" 2>/dev/null | grep -q . && break
-	sleep 0.1
-done
 GLOG=/proc/$gw_pid/root$T/aud/audit.log
 gcurl() { world_host curl -s -m 5 -o /dev/null -w '%{http_code}' -x http://127.0.0.1:3128 "$@"; }
 origin_hits() { grep -c " $1 " "$T/origin.log"; }
