@@ -68,16 +68,8 @@ allow:
   - host: "*.nx.test"
 P
 
-world_gateway_up "$T/gw.err" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
-	--listen 127.0.0.1:3128 --resolver "$N:53" --upstream-ca "$T/cert.pem" --ca-dir "$T/ca" \
-	--audit "$T/audit.log" || exit 1
-GW=$world_gw_pid
-
-tls() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 "$T/ca/ca-bundle.crt" tls "$@" 2>&1; }
-plain() { world_host timeout 30 "$PY" "$here/lib/hdrclient.py" 127.0.0.1:3128 - plain "$@" 2>&1; }
-get() { printf 'GET %s HTTP/1.1\\r\\nHost: %s\\r\\n%s\\r\\n' "$2" "$1" "${3:-}"; } # get HOST TARGET [HEADERS]
-status() { head -n 1 <<<"$1"; }
-served() { grep -c -- "^$1 $2 host=" "$T/origin.log"; }
+. "$here/lib/hdrclient.sh"
+hdr_gateway_up || exit 1
 
 # ---- plain HTTP on a host whose (other) rule injects ----
 # The agent's own key, for an account it controls, must not reach the
