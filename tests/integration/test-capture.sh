@@ -20,9 +20,7 @@ needs_root test-capture.sh ip nft nsenter python3 curl dnsmasq openssl
 
 . "$here/world.sh"
 
-trap world_down EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }

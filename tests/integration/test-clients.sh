@@ -19,9 +19,7 @@ needs_root test-clients.sh ip nft nsenter python3 curl dnsmasq openssl git node
 
 . "$here/world.sh"
 
-trap world_down EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 

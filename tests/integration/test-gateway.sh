@@ -58,7 +58,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
 	-keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
 world_bg "$WORLD_NET" "$PY" "$here/lib/origin.py" "$T/origin.log" "$T/cert.pem" "$T/key.pem" \
 	"$WORLD_NET_ADDR" 10.99.0.2
-for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
+wait_for_file "$T/origin.log.ready"
 [ -e "$T/origin.log.ready" ] || { echo "not ok - the origin did not start"; exit 1; }
 touch "$T/origin.log"
 

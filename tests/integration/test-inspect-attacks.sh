@@ -32,9 +32,7 @@ needs_root test-inspect-attacks.sh ip nft nsenter python3 curl dnsmasq openssl s
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 
-trap world_down EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 X=203.0.113.3 # atk-origin.py's address, in the internet namespace only
@@ -1009,7 +1007,7 @@ chmod 644 "$T/atk-origin.py" "$T/attacks.py"
 # one --upstream-ca covers both origins.
 world_bg "$WORLD_NET" env ATK_KEY_FILES="$T/secrets/openai.key:$T/secrets/anthropic.key" \
 	"$PY" "$T/atk-origin.py" "$T/atk.log" "$T/cert.pem" "$T/key.pem" "$X"
-for _ in $(seq 50); do [ -e "$T/atk.log.ready" ] && break; sleep 0.1; done
+wait_for_file "$T/atk.log.ready"
 [ -e "$T/atk.log.ready" ] || { echo "not ok - atk-origin.py did not start"; exit 1; }
 touch "$T/atk.log"
 

@@ -671,7 +671,7 @@ chmod 644 "$T"/*.py
 
 world_bg "$WORLD_NET" "$PY" "$T/lc-origin.py" "$T/lc.log" "$T/lc-cert.pem" "$T/lc-key.pem" \
 	"$X" 5353 "$PRIV"
-for _ in $(seq 50); do [ -e "$T/lc.log.ready" ] && break; sleep 0.1; done
+wait_for_file "$T/lc.log.ready"
 [ -e "$T/lc.log.ready" ] || { echo "not ok - the origin did not start"; exit 1; }
 touch "$T/lc.log"
 
@@ -910,7 +910,7 @@ cl ka-flag lc.test /echo-auth "$T/ka" /echo-auth >"$T/ka.out" &
 ka=$!
 cl hold priv.lc.test "/late?ms=1500&id=in-flight" >"$T/priv.out" &
 pv=$!
-for _ in $(seq 50); do [ -e "$T/ka.first" ] && break; sleep 0.1; done
+wait_for_file "$T/ka.first"
 sleep 0.3
 policy "$T/policy.yaml"
 reload

@@ -31,9 +31,7 @@ fi
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 
-trap world_down EXIT
-trap 'exit 1' INT TERM
-world_up || { echo "not ok - the test world did not come up"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 

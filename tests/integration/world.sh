@@ -24,6 +24,7 @@
 #                       listens on every one of PORTS (comma-separated: 3128
 #                       is TCP, udp:53 UDP). Not by then, or it exited: "not
 #                       ok - the gateway did not start: LOG" and return 1
+#   wait_for_file FILE  wait (bounded, 5 s) until FILE exists; 1 if not
 #   world_forget PID    world_down need not stop PID (the test stopped and
 #                       waited for it): its number may be another's by then
 #   world_canary_count  packets that reached the canary (or came from a
@@ -98,6 +99,11 @@ world_gateway_up() {
 		sleep 0.1
 	done
 	echo "not ok - the gateway did not start: $(cat "$log")"
+	return 1
+}
+
+wait_for_file() {
+	for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done
 	return 1
 }
 
@@ -214,7 +220,6 @@ world_services() {
 		-keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null || return 1
 	world_bg "$WORLD_NET" env ORIGIN_ROOT="${WORLD_ORIGIN_ROOT:-}" python3 "$here_/lib/origin.py" \
 		"$T/origin.log" "$T/cert.pem" "$T/key.pem" "$WORLD_NET_ADDR"
-	for _ in $(seq 50); do [ -e "$T/origin.log.ready" ] && break; sleep 0.1; done
-	[ -e "$T/origin.log.ready" ] || { echo "world: the origin did not start" >&2; return 1; }
+	wait_for_file "$T/origin.log.ready" || { echo "world: the origin did not start" >&2; return 1; }
 	touch "$T/origin.log"
 }

@@ -11,7 +11,6 @@
 #   check NAME WANT GOT       ok when GOT is WANT
 #   check_has NAME NEEDLE HAY ok when HAY contains NEEDLE
 #   check_lacks NAME NEEDLE HAY  ok when HAY does not contain NEEDLE
-#   wait_for_file FILE        wait (bounded, 5 s) until FILE exists; 1 if not
 #   write_policy FILE         write stdin to FILE, mode 644 (readable by the
 #                             sandbox's user)
 #   $PY                       the python3 to run, /usr/bin's where there is
@@ -51,10 +50,6 @@ check_lacks() {
 	if grep -qF -- "$2" <<<"$3"; then notok "$1: '$2' found"; else ok "$1"; fi
 }
 
-wait_for_file() {
-	for _ in $(seq 50); do [ -e "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
 write_policy() { cat >"$1" && chmod 644 "$1"; }
 
 # A record is written when its exchange ends, which can be a moment after
