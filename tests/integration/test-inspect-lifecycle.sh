@@ -716,12 +716,6 @@ rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$GW/status"; } # KiB
 nfd() { find "/proc/$GW/fd" -mindepth 1 -maxdepth 1 | grep -c .; }
 # Established connections from sluice to the origin at $X.
 upconns() { world_net ss -Htn state established '( sport = :443 )' | awk -v a="$X:443" '$3 == a' | grep -c .; }
-audit_match() { # the records holding every one of the strings
-	local lines s
-	lines=$(cat "$T/audit.log" 2>/dev/null)
-	for s; do lines=$(grep -F -- "$s" <<<"$lines"); done
-	printf '%s' "$lines"
-}
 wait_audit() { # wait_audit TENTHS STRING...: audit_match, waiting up to TENTHS/10 s for it
 	local n=$1 rec=""
 	shift

@@ -75,14 +75,6 @@ run() {
 }
 # The origin's log lines for a path (its query too), counted.
 origin_count() { grep -c -- "^[A-Z]* $1 host=" "$T/origin.log"; }
-# The audit records that hold every one of the given strings.
-audit_match() {
-	local lines s
-	lines=$(cat "$T/audit.log" 2>/dev/null)
-	for s; do lines=$(grep -F -- "$s" <<<"$lines"); done
-	printf '%s' "$lines"
-}
-audit_count() { audit_match "$@" | grep -c .; }
 
 # The Node modules must be readable by the sandbox's user; where the
 # checkout is not (a private home), a copy is.

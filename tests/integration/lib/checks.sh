@@ -18,6 +18,9 @@
 #   audit_last                the newest record in $T/audit.log, waiting
 #                             (bounded) for one newer than the last seen
 #   audit_again               the same record again
+#   audit_match STRING...     the records in $T/audit.log that hold every
+#                             one of the strings
+#   audit_count STRING...     how many there are
 #   finish                    print "N passed, N failed", exit accordingly
 
 passed=0
@@ -65,6 +68,13 @@ audit_last() {
 	tail -n 1 "$T/audit.log"
 }
 audit_again() { tail -n 1 "$T/audit.log"; }
+audit_match() {
+	local lines s
+	lines=$(cat "$T/audit.log" 2>/dev/null)
+	for s; do lines=$(grep -F -- "$s" <<<"$lines"); done
+	printf '%s' "$lines"
+}
+audit_count() { audit_match "$@" | grep -c .; }
 
 # make_keys DIR: two API keys, new for every run, in DIR/openai.key and
 # DIR/anthropic.key (DIR made mode 0700: only root reads them), as
