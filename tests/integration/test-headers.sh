@@ -71,13 +71,6 @@ policy "$T/policy2.yaml" '"/echo-headers"' "" '"/echo-headers"'
 . "$here/lib/hdrclient.sh"
 hdr_gateway_up || exit 1
 
-audit_match() {
-	local lines s
-	lines=$(cat "$T/audit.log" 2>/dev/null)
-	for s; do lines=$(grep -F -- "$s" <<<"$lines"); done
-	printf '%s' "$lines"
-}
-audit_count() { audit_match "$@" | grep -c .; }
 # Records are written as exchanges end: wait (bounded) for one.
 wait_audit() {
 	for _ in $(seq 50); do [ "$(audit_count "$@")" -gt 0 ] && return 0; sleep 0.05; done
@@ -194,14 +187,5 @@ plain "$(get plain.test 'http://plain.test/echo-headers?k=1')" \
 check "plain kept-alive: allowed before the reload, the revoked path refused after it (403)" \
 	"HTTP 200|HTTP 403 1 0" "$(grep '^HTTP' "$T/reload2.out" | paste -sd '|') $(served GET '/echo-headers?k=1') $(served GET '/echo-headers?k=2')"
 
-if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else notok "sluice gateway died"; fi
-# With a sanitizer build, a report (or a leak, at exit) lands in gw.err.
-kill -TERM "$GW"
-wait "$GW"
-world_forget "$GW"
-if grep -qE "AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:" "$T/gw.err"; then
-	notok "no sanitizer report: $(grep -m1 -E "Sanitizer|runtime error:" "$T/gw.err")"
-else
-	ok "no sanitizer report"
-fi
+hdr_gateway_down
 finish

@@ -206,13 +206,5 @@ out=$(plain "$(get 127.0.0.2 'http://127.0.0.2/lo2')")
 check "private_addresses lists 127.0.0.0/8: http://127.0.0.2/ is still refused (403)" "HTTP 403" "$(status "$out")"
 check "... nothing reached the host's loopback listeners" "0" "$(grep -c 'accept 127' "$T/host.log")"
 
-if kill -0 "$GW" 2>/dev/null; then ok "sluice gateway is still running"; else notok "sluice gateway died"; fi
-kill -TERM "$GW"
-wait "$GW"
-world_forget "$GW"
-if grep -qE "AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:" "$T/gw.err"; then
-	notok "no sanitizer report: $(grep -m1 -E "Sanitizer|runtime error:" "$T/gw.err")"
-else
-	ok "no sanitizer report"
-fi
+hdr_gateway_down
 finish
