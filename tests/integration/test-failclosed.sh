@@ -24,17 +24,7 @@ SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 needs_root test-failclosed.sh ip nft nsenter unshare python3 curl dnsmasq openssl
 [ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
 . "$here/world.sh"
-
-extra_pids=()
-cleanup() {
-	local p
-	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	world_down
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-world_up || { echo "not ok - could not build the test world"; exit 1; }
+world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 world_services allowed.test=$N denied.test=$N || { echo "not ok - could not start the services"; exit 1; }
@@ -68,7 +58,7 @@ YAML
 world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --audit "$T/b.log" -- \
 	"$PY" "$T/listener.py" "$T/w/b.listen" 0.0.0.0:8080=16 >"$T/b.out" 2>"$T/b.err"
 b_run=$!
-extra_pids+=($b_run)
+world_kill_pids+=("$b_run")
 wait_for_file "$T/w/b.listen.ready" || { notok "sandbox B did not start: $(cat "$T/b.err")"; finish; }
 b_pid=$(find_cmd "$PY $T/listener.py $T/w/b.listen 0.0.0.0:8080=16 ")
 b_gw=$(host_end "$b_pid")
@@ -89,7 +79,7 @@ YAML
 world_host_bg "$SLUICE" run --policy "$T/a.yaml" --resolver "$N:53" --audit "$T/a.log" -- \
 	sleep 119 >"$T/a.out" 2>"$T/a.err"
 a_run=$!
-extra_pids+=($a_run)
+world_kill_pids+=("$a_run")
 a_pid=
 for _ in $(seq 100); do a_pid=$(find_cmd "sleep 119 ") && break; sleep 0.1; done
 [ -n "$a_pid" ] || { notok "sandbox A did not start: $(cat "$T/a.err")"; finish; }
@@ -170,7 +160,7 @@ world_gateway_up "$T/gw.err" 3128,udp:53 unshare -m --propagation private sh -c 
 	--listen 127.0.0.1:3128 --dns 127.0.0.1:53 --resolver '$N:53' --audit '$T/aud/audit.log' \
 	--sandbox fc >'$T/gw.out'"
 gw_pid=$world_gw_pid
-extra_pids+=($gw_pid)
+world_kill_pids+=("$gw_pid")
 GLOG=/proc/$gw_pid/root$T/aud/audit.log
 gcurl() { world_host curl -s -m 5 -o /dev/null -w '%{http_code}' -x http://127.0.0.1:3128 "$@"; }
 origin_hits() { grep -c " $1 " "$T/origin.log"; }
@@ -217,7 +207,7 @@ world_host_bg unshare -m --propagation private sh -c \
 	--policy '$T/gw.yaml' --resolver '$N:53' --audit '$T/aud2/audit.log' -- sh '$T/flood.sh' '$T/w'" \
 	>"$T/run.out" 2>"$T/run.err"
 run_pid=$!
-extra_pids+=($run_pid)
+world_kill_pids+=("$run_pid")
 rc=
 for _ in $(seq 300); do
 	kill -0 "$run_pid" 2>/dev/null || { wait "$run_pid"; rc=$?; break; }

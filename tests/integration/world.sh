@@ -6,7 +6,10 @@
 # loopback and TEST-NET addresses. Source it, then:
 #
 #   world_up            create the world (call world_down from an EXIT trap)
-#   world_down          remove it, and every process world_bg started
+#   world_down          remove it, and every process world_bg started;
+#                       first SIGKILL to each pid in world_kill_pids (a
+#                       test's own: what must not outlive it, whatever it
+#                       does with SIGTERM)
 #   world_host CMD...   run CMD in the host namespace (where sluice runs), in
 #                       our own mount namespace (`ip netns exec` alone would
 #                       remount /sys and hide the cgroup hierarchies)
@@ -59,6 +62,7 @@ WORLD_POOL=${WORLD_POOL:-10.231.0.0/16}
 WORLD_MNT=/proc/$$/ns/mnt
 WORLD_TMP= # a directory every user can read, removed by world_down
 world_pids=()
+world_kill_pids=()
 
 world_host() { ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- "$@"; }
 world_net() { ip netns exec "$WORLD_NET" "$@"; }
@@ -192,6 +196,8 @@ world_canary_count() {
 
 world_down() {
 	local p
+	for p in "${world_kill_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	world_kill_pids=()
 	for p in "${world_pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${world_pids[@]}"; do wait "$p" 2>/dev/null; done
 	world_pids=()
