@@ -69,3 +69,16 @@ static inline int negative_errno(void)
 {
 	return errno > 0 ? -errno : -EIO;
 }
+
+/* The value of one hex digit, or -1: for the percent-escapes and chunk
+ * sizes that every parser of untrusted bytes here reads. */
+static inline int sl_hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

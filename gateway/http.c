@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "macro.h"
 #include "policy.h"
 
 /* gateway/meson.build builds llhttp strict: a lenient build reads chunk
@@ -358,17 +359,6 @@ enum {
 	B_END_LF,
 };
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len)
 {
 	struct sl_http_request r;
@@ -443,7 +433,7 @@ ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len, 
 
 		switch (b->st) {
 		case B_SIZE:
-			h = hexval(c);
+			h = sl_hexval((unsigned char)c);
 			if (h >= 0) {
 				/* 16 digits hold any size; more only hide one. */
 				if (++b->digits > 16)

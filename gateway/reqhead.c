@@ -63,14 +63,6 @@ bool sl_reqhead_is_credential(const struct sl_http_span *name, const char *injec
 	return false;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)(c | 0x20);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Is the query parameter name p[0..n) "_method" as a server reads it:
  * escapes decoded, '+' a space, ASCII case ignored, and a leading ' ',
  * '.' or '[' read as '_' (PHP does that to every parameter name)? */
@@ -82,8 +74,8 @@ static bool param_is_method(const char *p, size_t n)
 	for (i = 0; i < n; i++, k++) {
 		char c = p[i];
 
-		if (c == '%' && i + 2 < n && hexval(p[i + 1]) >= 0 && hexval(p[i + 2]) >= 0) {
-			c = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+		if (c == '%' && i + 2 < n && sl_hexval((unsigned char)p[i + 1]) >= 0 && sl_hexval((unsigned char)p[i + 2]) >= 0) {
+			c = (char)(sl_hexval((unsigned char)p[i + 1]) * 16 + sl_hexval((unsigned char)p[i + 2]));
 			i += 2;
 		} else if (c == '+') {
 			c = ' ';

@@ -5,22 +5,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "macro.h"
+
 static int fail(const char **ret_why, const char *why)
 {
 	if (ret_why)
 		*ret_why = why;
 	return -EINVAL;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Where the first ";param" of the normal-form segment s[0..n) starts: a
@@ -74,8 +65,8 @@ int sl_path_normalize(const char *in, size_t len, char *ret_path, size_t retsz,
 
 			if (i + 2 >= len)
 				return fail(ret_why, "bad percent-encoding in path");
-			hi = hexval(in[i + 1]);
-			lo = hexval(in[i + 2]);
+			hi = sl_hexval((unsigned char)in[i + 1]);
+			lo = sl_hexval((unsigned char)in[i + 2]);
 			if (hi < 0 || lo < 0)
 				return fail(ret_why, "bad percent-encoding in path");
 			c = (unsigned char)(hi * 16 + lo);

@@ -175,10 +175,9 @@ static void test_embedded_list(void **state)
 	assert_int_equal(embedded("64:ff9b:1::cb00:7101", got, 2), 2);
 }
 
-static void add_local(struct sl_gw *gw, const char *text)
+/* A test address, IPv4 or IPv6, into ss (zeroed first). */
+static void parse_addr(const char *text, struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage *ss = &gw->local[gw->n_local++];
-
 	memset(ss, 0, sizeof(*ss));
 	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)ss)->sin_addr) == 1)
 		ss->ss_family = AF_INET;
@@ -188,16 +187,16 @@ static void add_local(struct sl_gw *gw, const char *text)
 		fail_msg("bad test address %s", text);
 }
 
+static void add_local(struct sl_gw *gw, const char *text)
+{
+	parse_addr(text, &gw->local[gw->n_local++]);
+}
+
 static bool is_local(const struct sl_gw *gw, const char *text)
 {
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss;
 
-	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
-		ss.ss_family = AF_INET;
-	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
-		ss.ss_family = AF_INET6;
-	else
-		fail_msg("bad test address %s", text);
+	parse_addr(text, &ss);
 	return sl_gw_is_local(gw, (const struct sockaddr *)&ss);
 }
 
@@ -255,14 +254,9 @@ static void test_own_address(void **state)
 
 static bool is_owned(const struct sl_gw *gw, const char *text)
 {
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss;
 
-	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
-		ss.ss_family = AF_INET;
-	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
-		ss.ss_family = AF_INET6;
-	else
-		fail_msg("bad test address %s", text);
+	parse_addr(text, &ss);
 	return sl_gw_is_owned(gw, (const struct sockaddr *)&ss);
 }
 
