@@ -225,6 +225,9 @@ static int add_fragment(struct reassembly *ra, struct reader *frag, struct statu
 {
 	if (ra->have < TLS_HANDSHAKE_HEADER) {
 		take(ra, frag, TLS_HANDSHAKE_HEADER - ra->have);
+		/* Its first byte already tells whether it is a hello. */
+		if (ra->have > 0 && ra->msg[0] != TLS_HANDSHAKE_CLIENT_HELLO)
+			return fail(st, -EPROTO, "handshake message is not a ClientHello");
 		if (ra->have == TLS_HANDSHAKE_HEADER) {
 			struct reader hdr;
 			uint8_t type;
@@ -233,8 +236,6 @@ static int add_fragment(struct reassembly *ra, struct reader *frag, struct statu
 			rd_init(&hdr, ra->msg, TLS_HANDSHAKE_HEADER);
 			if (!rd_u8(&hdr, &type) || !rd_u24(&hdr, &body_len))
 				return fail(st, -EPROTO, "internal: handshake header");
-			if (type != TLS_HANDSHAKE_CLIENT_HELLO)
-				return fail(st, -EPROTO, "handshake message is not a ClientHello");
 			if (body_len > SL_TLS_HELLO_MAX)
 				return fail(st, -EPROTO, "ClientHello longer than the cap");
 			if (body_len < TLS_HELLO_MIN)
@@ -278,8 +279,24 @@ static int reassemble(const uint8_t *buf, size_t len, struct reassembly *ra,
 		r = record_header(&in, first, &version, &rlen, st);
 		if (r < 0)
 			return r;
-		if (!rd_bytes(&in, rlen, &p))
+		if (!rd_bytes(&in, rlen, &p)) {
+			/* Check what of the record is here: a handshake
+			 * header that is no ClientHello fails now, not at a
+			 * deadline, while the client waits for an answer
+			 * and sends nothing more. A prefix of a fragment
+			 * fails only where the whole one would. */
+			size_t have = rd_left(&in);
+
+			if (!rd_bytes(&in, have, &p))
+				return fail(st, -EPROTO, "internal: partial record");
+			rd_init(&frag, p, have);
+			r = add_fragment(ra, &frag, st);
+			if (r < 0)
+				return r;
+			if (ra->need > TLS_HANDSHAKE_HEADER && ra->have == ra->need)
+				return fail(st, -EPROTO, "data after the ClientHello in its record");
 			return again(st, start + TLS_RECORD_HEADER + rlen);
+		}
 		if (first)
 			first_version = version;
 

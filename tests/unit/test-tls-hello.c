@@ -683,6 +683,11 @@ static void test_not_tls(void **state)
 	EXPECT_ERR(ssh, sizeof(ssh) - 1, -EINVAL);
 	EXPECT_ERR(alert, sizeof(alert), -EINVAL);
 	EXPECT_ERR((const uint8_t *)"\x16GET", 4, -EINVAL);
+	/* A record header, then what is no handshake header, in a record
+	 * that claims more bytes than come: refused now, not after waiting
+	 * for the rest (the client is waiting for an answer). */
+	EXPECT_ERR((const uint8_t *)"\x16\x03\x01\x00\x40GET / HTTP/1.1\r\n\r\n", 23, -EPROTO);
+	EXPECT_ERR((const uint8_t *)"\x16\x03\x01\x00\x40\x02", 6, -EPROTO);
 
 	for (int round = 0; round < 1000; round++) {
 		int r;
@@ -719,6 +724,15 @@ static void test_bad_records(void **state)
 	const uint8_t *msg = b->b + 5;
 	size_t n = b->n - 5, cut = 50;
 	struct sl_tls_hello h;
+
+	/* A record that claims more than its whole hello: the rest can only
+	 * be data after the hello, refused before it arrives. */
+	memcpy(c->b, b->b, b->n);
+	c->n = b->n;
+	c->b[4] = (uint8_t)(c->b[4] + 10);
+	if (c->b[4] < 10)
+		c->b[3]++;
+	EXPECT_ERR(c->b, c->n, -EPROTO);
 
 	/* Record versions: SSL 3.0 and beyond TLS 1.3 are refused, each TLS
 	 * version accepted. */
