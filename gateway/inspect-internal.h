@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS inspection, shared by the files that do it: inspect.c (the client
+ * connection: its handshake, reading, refusals, the request body, the end
+ * of an exchange, conn.c's entry points), inspect-request.c (a request
+ * head decided and rewritten for the origin), inspect-response.c (the
+ * origin's response, scrubbed and framed again for the client),
+ * inspect-upstream.c (upstream TLS connections: connect, handshake, the
+ * pool of kept-alive ones, the session cache) and inspect-tls.c (the two
+ * SSL_CTXs, ALPN, the secrets). Not part of the gateway's API.
+ */
+#pragma once
+
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "conn-internal.h"
+#include "http.h"
+#include "scrub.h"
+#include "secret.h"
+
+#define TLS_CHUNK 16384
+#define SESS_CACHE 64
+#define DRIVE_ROUNDS 4096
+
+struct up;
+
+struct sl_gw_tls {
+	struct sl_gw *gw;
+	SSL_CTX *server; /* faces the sandbox; the leaf is set per connection */
+	SSL_CTX *client; /* faces origins; verifies them */
+	struct sl_ca *ca;
+	struct {
+		char *name;
+		const struct sl_secret_value *v;
+	} secrets[SL_SCRUB_MAX_SECRETS];
+	size_t n_secrets;
+	struct up *pool; /* idle upstream connections, most recent first */
+	unsigned n_pool;
+	unsigned gen; /* bumped by every flush: older connections are not pooled again */
+	bool default_paths_pending; /* the system's trust store is not loaded yet */
+	unsigned n_ups; /* every struct up still allocated */
+	struct {
+		char host[SL_HOST_BUF];
+		uint16_t port;
+		SSL_SESSION *s;
+	} sess[SESS_CACHE];
+	unsigned sess_next;
+};
+
+enum ist {
+	I_HANDSHAKE, /* the client's TLS handshake */
+	I_HEAD,	     /* reading a request head */
+	I_UPSTREAM,  /* waiting for an upstream connection */
+	I_EXCHANGE,  /* the head went upstream; body and response flow */
+	I_WS,	     /* after 101: bytes both ways */
+	I_CLOSING,
+};
+
+struct up {
+	struct sl_gw_tls *t;
+	struct up *prev, *next; /* in the pool */
+	bool pooled;
+	struct insp *owner; /* NULL in the pool */
+	uv_tcp_t tcp;
+	uv_timer_t timer; /* connect deadline; idle limit in the pool */
+	uv_connect_t creq;
+	bool tcp_open;
+	int open_handles;
+	bool closing;
+	SSL *ssl;
+	BIO *rb, *wb; /* network side: rb takes what arrives, wb holds what to send */
+	bool ready;   /* handshake done */
+	bool paused;
+	bool eof;    /* the origin closed its side */
+	bool failed; /* TLS failed: its session is not to be resumed */
+	char host[SL_HOST_BUF];
+	enum sl_host_kind kind;
+	uint16_t port;
+	unsigned gen;
+	struct sl_gw_resolve_req *rreq;
+};
+
+struct insp {
+	struct conn *c;
+	enum ist st;
+	SSL *ssl;
+	BIO *rb, *wb;
+	char host[SL_HOST_BUF]; /* what the connection was decided for */
+	enum sl_host_kind kind;
+	bool in_drive, redrive;
+	bool head_started; /* the request head's deadline is running */
+
+	/* Plaintext from the client not consumed yet: a head, a body's
+	 * bytes, the next (pipelined) request. */
+	char *cbuf;
+	size_t clen, ccap;
+	bool client_paused;
+	bool client_eof;
+
+	/* The exchange. */
+	struct up *up;
+	char *uhead; /* the head for upstream; holds the secret: wiped */
+	size_t uhead_len;
+	struct sl_http_body body;
+	bool body_done;
+	bool head_req, ws_req, client_ka;
+	bool reused; /* in->up came from the pool; uhead is kept for a retry */
+
+	/* Its response. */
+	struct sl_http_response resp;
+	char *rbuf;
+	size_t rlen;
+	bool resp_head_done, resp_started, resp_ka, close_after;
+	bool up_paused;
+	struct sl_scrub scrub;
+	bool scrub_on;
+};
+
+/* inspect.c */
+void insp_wipe_uhead(struct insp *in);
+bool insp_closing(const struct insp *in);
+int insp_client_flush(struct insp *in, bool close_after);
+int insp_client_write(struct insp *in, const void *p, size_t n);
+void insp_respond(struct insp *in, int status, const char *reason, const char *why);
+void insp_end_exchange(struct insp *in, bool reusable);
+void insp_drive_client(struct insp *in);
+
+/* inspect-request.c: a complete request head in in->cbuf, decided; on
+ * allow, on to an upstream connection. */
+void insp_begin_exchange(struct insp *in, const struct sl_http_request *r);
+
+/* inspect-response.c: read what the origin sent, as far as the client's
+ * write queue allows. */
+void insp_drive_upstream(struct insp *in);
+
+/* inspect-upstream.c */
+/* The SSL_CTX's new-session callback: the session cache. */
+int insp_new_session(SSL *ssl, SSL_SESSION *sess);
+int insp_up_write(struct up *up, const void *p, size_t n);
+void insp_up_close(struct up *up);
+void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+void insp_pool_put(struct up *up);
+/* in->up: from the pool (unless fresh), else a new connection; the head
+ * goes once it is ready. */
+void insp_get_upstream(struct insp *in, bool fresh);
+
+/* inspect-tls.c */
+const char *insp_tls_error(void);
+const struct sl_secret_value *insp_secret_by_name(const struct sl_gw_tls *t, const char *name);

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS inspection: one request head from inside the tunnel, decided on its
+ * own. The Host must name the host the connection (and its leaf) was
+ * decided for; method and path are decided by the policy; the head checks
+ * a plain-HTTP request gets are made here too; and the head for the
+ * origin is rebuilt (hop-by-hop headers out, the rule's credential in
+ * place of the agent's). A file because deciding is the one step where a
+ * mistake lets a request through: it reads top to bottom on its own.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conn-headers.h"
+#include "conn-internal.h"
+#include "inspect-internal.h"
+#include "reqhead.h"
+
+static bool header_has_token(const struct sl_http_request *h, const char *name, const char *tok)
+{
+	size_t i, tl = strlen(tok);
+
+	for (i = 0; i < h->n_headers; i++) {
+		const char *p, *end;
+
+		if (!sl_http_span_caseeq(&h->headers[i].name, name))
+			continue;
+		p = h->headers[i].value.p;
+		end = p + h->headers[i].value.len;
+		while (p < end) {
+			const char *t;
+
+			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			t = p;
+			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+				p++;
+			if ((size_t)(p - t) == tl && !strncasecmp(t, tok, tl))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* ---- requests ---- */
+
+/* The head we send upstream: the request line with the target that was
+ * decided (origin-form), the client's end-to-end headers, the credential
+ * in place of every credential header the client sent, and identity
+ * encoding where responses must be scrubbed. */
+static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
+			       const char *target, const struct sl_inject *inj,
+			       const struct sl_secret_value *v)
+{
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), then the lines we add. */
+	size_t cap = SL_HTTP_REBUILT_MAX(r->head_len, r->n_headers) + 128 + SL_HOST_BUF + 16 +
+		     (inj ? strlen(inj->header) + strlen(inj->prefix) + v->len + 4 : 0);
+	const char *eol = memchr(r->method.p, '\n', r->head_len - (size_t)(r->method.p - in->cbuf));
+	char *out;
+	size_t len, i;
+
+	if (!eol)
+		return -EINVAL;
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	/* "METHOD SP", the target, then " HTTP/1.x" as it came. */
+	len = (size_t)(r->target.p - r->method.p);
+	memcpy(out, r->method.p, len);
+	memcpy(out + len, target, strlen(target));
+	len += strlen(target);
+	memcpy(out + len, r->target.p + r->target.len,
+	       (size_t)(eol + 1 - (r->target.p + r->target.len)));
+	len += (size_t)(eol + 1 - (r->target.p + r->target.len));
+	if (in->kind == SL_HOST_IPV6)
+		len += (size_t)sprintf(out + len, "Host: [%s]", in->host);
+	else
+		len += (size_t)sprintf(out + len, "Host: %s", in->host);
+	if (in->c->port != 443)
+		len += (size_t)sprintf(out + len, ":%u", in->c->port);
+	memcpy(out + len, "\r\n", 2);
+	len += 2;
+	for (i = 0; i < r->n_headers; i++) {
+		const struct sl_http_header *h = &r->headers[i];
+
+		if (in->ws_req && (sl_http_span_caseeq(&h->name, "upgrade") ||
+				   sl_http_span_caseeq(&h->name, "connection")))
+			continue;
+		if (conn_http_hop_by_hop(r, &h->name))
+			continue;
+		/* Not only the injected header: an origin may take any key it
+		 * finds, and the agent's own would spend its own account. */
+		if (in->c->dec.host_injects &&
+		    sl_reqhead_is_host_credential(in->c->pol->p, &h->name))
+			continue;
+		/* Ours, in the one spelling the decision was made for. */
+		if (sl_http_span_caseeq(&h->name, "host"))
+			continue;
+		if (in->scrub_on && sl_http_span_caseeq(&h->name, "accept-encoding"))
+			continue;
+		len += sl_http_put_header(out + len, h);
+	}
+	if (in->ws_req) {
+		memcpy(out + len, "Connection: Upgrade\r\nUpgrade: websocket\r\n", 41);
+		len += 41;
+	}
+	if (in->scrub_on) {
+		memcpy(out + len, "Accept-Encoding: identity\r\n", 27);
+		len += 27;
+	}
+	if (inj) {
+		len += (size_t)sprintf(out + len, "%s: %s", inj->header, inj->prefix);
+		memcpy(out + len, v->value, v->len);
+		len += v->len;
+		memcpy(out + len, "\r\n", 2);
+		len += 2;
+	}
+	memcpy(out + len, "\r\n", 2);
+	len += 2;
+	in->uhead = out;
+	in->uhead_len = len;
+	return 0;
+}
+
+void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
+{
+	struct conn *c = in->c;
+	struct sl_request q = {0};
+	const struct sl_http_span *hh, *up_hdr;
+	const struct sl_inject *inj = NULL;
+	const struct sl_secret_value *v = NULL;
+	const char *host, *why = NULL;
+	size_t host_len, n_host;
+	uint16_t hport;
+	char norm[SL_HOST_BUF], msg[512];
+	enum sl_host_kind kind;
+
+	c->tunnel = false;
+	c->parsed = true;
+	/* The CONNECT's 200 is not this request's. */
+	c->status = 0;
+	/* Until this request is decided, no rule speaks for it. */
+	c->dec.rule = NULL;
+	conn_policy_refresh(c);
+	c->start_wall_ms = sl_audit_now_ms();
+	c->start_loop_ms = uv_now(c->gw->loop);
+	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
+	free(c->path);
+	c->path = strndup(r->target.p, r->target.len);
+	if (!c->path) {
+		conn_close(c);
+		return;
+	}
+	if (r->target.len == 0 || r->target.p[0] != '/') {
+		insp_respond(
+		    in, 400, "bad-request",
+		    "inside an inspected connection, a request names a path (origin-form)");
+		return;
+	}
+	/* The Host must be the host the connection was decided (and the
+	 * leaf minted) for: anything else is fronting inside the tunnel. */
+	hh = sl_http_header(r, "host", &n_host);
+	if (!hh || n_host != 1 || sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0 ||
+	    sl_host_normalize(host, host_len, norm, &kind, NULL) < 0 ||
+	    strcmp(norm, in->host) != 0 || (hport ? hport : 443) != c->port) {
+		snprintf(msg, sizeof(msg),
+			 "the Host header must name %s, the host this TLS connection is for", in->host);
+		insp_respond(in, 421, "host-mismatch", msg);
+		return;
+	}
+	if (!sl_gw_audit_ok(c->gw)) {
+		c->audited = true;
+		conn_close(c);
+		return;
+	}
+	q.host = in->host;
+	q.host_len = strlen(in->host);
+	q.port = c->port;
+	q.method = c->method;
+	q.path = c->path;
+	q.path_len = strlen(c->path);
+	sl_policy_decide(c->pol->p, &q, &c->dec);
+	c->decided = true;
+	if (c->dec.verdict != SL_VERDICT_ALLOW) {
+		insp_respond(in, 403, NULL,
+			     sl_policy_explain(c->pol->p, &q, &c->dec, msg, sizeof(msg)));
+		return;
+	}
+	if (c->dec.rule && c->dec.rule->has_inject) {
+		const char *name = c->pol->p->secrets[c->dec.rule->inject.secret].name;
+
+		inj = &c->dec.rule->inject;
+		v = insp_secret_by_name(c->gw->tls, name);
+		if (!v) {
+			snprintf(msg, sizeof(msg),
+				 "the secret '%s' is not loaded (a reload cannot add secrets; "
+				 "restart sluice)",
+				 name);
+			insp_respond(in, 502, "credential-unavailable", msg);
+			return;
+		}
+	}
+	if (c->dec.methods_named && sl_reqhead_has_method_override(r)) {
+		/* Many origins run the method such a header names: the rules'
+		 * methods (an allow rule's or a deny rule's) would not hold. */
+		insp_respond(
+		    in, 400, "method-override",
+		    "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
+		    "X-Method-Override, or a _method query parameter) is refused where a rule "
+		    "for this host names methods");
+		return;
+	}
+	if (c->dec.host_injects) {
+		const struct sl_http_header *u =
+		    sl_reqhead_underscore_host_credential(r, c->pol->p);
+
+		if (u) {
+			snprintf(msg, sizeof(msg),
+				 "header '%.*s': a credential header spelled with '_' is refused on "
+				 "a host whose rule injects a credential",
+				 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
+			insp_respond(in, 400, "credential-header", msg);
+			return;
+		}
+		if (inj && inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
+			snprintf(msg, sizeof(msg),
+				 "this rule requires the placeholder: send '%s: %s%s' (the value "
+				 "of the sandbox's placeholder variable) once",
+				 inj->header, inj->prefix, SL_PLACEHOLDER);
+			insp_respond(in, 403, "placeholder-missing", msg);
+			return;
+		}
+	}
+	if (c->dec.path_checked) {
+		/* The origin gets the path that was decided, not another
+		 * spelling of it ("//v1/x") that it might route elsewhere. */
+		char *target;
+		int e = sl_reqhead_forward_target(c->path, strlen(c->path), &target, &why);
+
+		if (e < 0) {
+			insp_respond(in, 400, "invalid-path", e == -EINVAL ? why : "out of memory");
+			return;
+		}
+		free(c->path);
+		c->path = target;
+	}
+	in->head_req = sl_http_span_eq(&r->method, "HEAD");
+	if ((in->head_req || sl_http_span_eq(&r->method, "GET")) &&
+	    (r->chunked || (r->has_length && r->content_length > 0))) {
+		/* Some origins read no body after a GET: its bytes would be
+		 * a request nobody decided, on a connection we keep. */
+		insp_respond(in, 400, "bad-request", "a GET or HEAD request with a body");
+		return;
+	}
+	up_hdr = sl_http_header(r, "upgrade", NULL);
+	in->ws_req = up_hdr && sl_http_span_caseeq(up_hdr, "websocket") &&
+		     sl_http_span_eq(&r->method, "GET") && header_has_token(r, "connection", "upgrade");
+	if (up_hdr && !in->ws_req) {
+		insp_respond(in, 400, "bad-request", "only websocket upgrades are relayed");
+		return;
+	}
+	in->client_ka = r->keep_alive && !in->ws_req;
+	if (sl_http_body_init(&in->body, in->cbuf, r->head_len) < 0) {
+		insp_respond(in, 400, "bad-request", "bad framing in the request head");
+		return;
+	}
+	in->body_done = sl_http_body_is_done(&in->body);
+	if (build_upstream_head(in, r, c->path, inj, v) < 0) {
+		conn_close(c);
+		return;
+	}
+	memmove(in->cbuf, in->cbuf + r->head_len, in->clen - r->head_len);
+	in->clen -= r->head_len;
+	in->head_started = false;
+	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
+	/* The audit names the secret only once it goes with the request. */
+	if (inj)
+		c->credential = c->pol->p->secrets[inj->secret].name;
+	in->st = I_UPSTREAM;
+	insp_get_upstream(in, false);
+}

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS inspection: the origin's response, back to the client. Plaintext
+ * read from the upstream TLS connection; the head parsed (interim
+ * responses passed on, 101 turns the connection into a websocket relay),
+ * its hop-by-hop headers dropped; the body decoded from its framing,
+ * scrubbed of every secret and framed again. A file because it is the
+ * one direction of the exchange that carries what the origin wrote.
+ */
+#include <errno.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn-internal.h"
+#include "inspect-internal.h"
+#include "scrub.h"
+
+/* ---- the response, back to the client ---- */
+
+static int sink_raw(void *userdata, const void *p, size_t n)
+{
+	return insp_client_write(userdata, p, n);
+}
+
+/* Body bytes after scrubbing: framed again as chunks when the origin
+ * chunked them (sizes may differ from the origin's; chunk extensions and
+ * trailers are not passed on). */
+static int sink_body(void *userdata, const void *p, size_t n)
+{
+	struct insp *in = userdata;
+	char size[24];
+	int k;
+
+	if (!in->resp.chunked)
+		return insp_client_write(in, p, n);
+	k = snprintf(size, sizeof(size), "%zx\r\n", n);
+	if (SSL_write(in->ssl, size, k) != k || SSL_write(in->ssl, p, (int)n) != (int)n ||
+	    SSL_write(in->ssl, "\r\n", 2) != 2)
+		return -EIO;
+	return insp_client_flush(in, false);
+}
+
+static int on_body_data(void *userdata, const char *p, size_t n)
+{
+	struct insp *in = userdata;
+
+	if (in->scrub_on)
+		return sl_scrub_feed(&in->scrub, p, n, sink_body, in);
+	return sink_body(in, p, n);
+}
+
+static bool resp_hop_by_hop(const struct sl_http_request *h, const struct sl_http_span *name,
+			    bool upgrade)
+{
+	if (upgrade && (sl_http_span_caseeq(name, "upgrade") ||
+			sl_http_span_caseeq(name, "connection")))
+		return false;
+	return conn_http_hop_by_hop(h, name);
+}
+
+/* The response head, rewritten for our hop, through the scrubber. */
+static int send_response_head(struct insp *in, const char *head, const struct sl_http_request *h)
+{
+	const char *eol = memchr(head, '\n', h->head_len);
+	bool upgrade = in->resp.status == 101;
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), our Connection line. */
+	size_t cap = SL_HTTP_REBUILT_MAX(h->head_len, h->n_headers) + 64, len, i;
+	char *out;
+	int r;
+
+	if (!eol)
+		return -EINVAL;
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	len = (size_t)(eol + 1 - head);
+	memcpy(out, head, len);
+	for (i = 0; i < h->n_headers; i++) {
+		const struct sl_http_header *hd = &h->headers[i];
+
+		if (resp_hop_by_hop(h, &hd->name, upgrade))
+			continue;
+		len += sl_http_put_header(out + len, hd);
+	}
+	if (in->close_after && in->resp.status >= 200) {
+		memcpy(out + len, "Connection: close\r\n", 19);
+		len += 19;
+	}
+	memcpy(out + len, "\r\n", 2);
+	len += 2;
+	if (in->scrub_on) {
+		r = sl_scrub_feed(&in->scrub, out, len, sink_raw, in);
+		if (r == 0)
+			r = sl_scrub_finish(&in->scrub, sink_raw, in);
+	} else {
+		r = insp_client_write(in, out, len);
+	}
+	free(out);
+	return r;
+}
+
+
+static void response_complete(struct insp *in)
+{
+	int r = 0;
+
+	if (in->scrub_on)
+		r = sl_scrub_finish(&in->scrub, sink_body, in);
+	if (r == 0 && in->resp.chunked)
+		r = insp_client_write(in, "0\r\n\r\n", 5);
+	if (r < 0) {
+		conn_close(in->c);
+		return;
+	}
+	if (!in->body_done) {
+		/* The origin answered before the request's body was all
+		 * sent: neither connection can carry another exchange. */
+		in->close_after = true;
+		insp_end_exchange(in, false);
+		return;
+	}
+	insp_end_exchange(in, true);
+}
+
+/* A response head is complete in rbuf[0..k). */
+static int response_head(struct insp *in, const struct sl_http_request *h)
+{
+	struct conn *c = in->c;
+	int status = in->resp.status;
+
+	if (status == 101) {
+		if (!in->ws_req)
+			return -EPROTO;
+		in->close_after = false;
+		c->status = 101;
+		in->resp_started = true;
+		if (send_response_head(in, in->rbuf, h) < 0)
+			return -EIO;
+		in->st = I_WS;
+		return 0;
+	}
+	if (status >= 100 && status < 200) {
+		/* Interim (100 Continue): passed on; the real one follows. */
+		return send_response_head(in, in->rbuf, h);
+	}
+	c->status = status;
+	in->resp_started = true;
+	in->resp_ka = in->resp.self_delimited && h->keep_alive;
+	/* An origin that answers before the request's body is all here
+	 * leaves the rest of the body unread: this connection cannot carry
+	 * another request, and the client must be told so now. */
+	if (!in->client_ka || !in->resp_ka || in->client_eof || !in->body_done)
+		in->close_after = true;
+	if (send_response_head(in, in->rbuf, h) < 0)
+		return -EIO;
+	in->resp.on_data = on_body_data;
+	in->resp.userdata = in;
+	return 0;
+}
+
+/* Plaintext from the origin. */
+static void upstream_plain(struct insp *in, const char *p, size_t n)
+{
+	struct conn *c = in->c;
+	size_t max = c->gw->cfg.max_header_bytes * 4;
+
+	c->bytes_down += n;
+	insp_wipe_uhead(in); /* the origin answers: no retry */
+	if (in->st == I_WS) {
+		int r = in->scrub_on ? sl_scrub_feed(&in->scrub, p, n, sink_raw, in)
+				     : insp_client_write(in, p, n);
+		if (r < 0)
+			conn_close(c);
+		return;
+	}
+	if (in->st != I_EXCHANGE) {
+		/* Bytes nobody asked for: this connection is not reusable. */
+		conn_close(c);
+		return;
+	}
+	if (!in->resp_head_done) {
+		char *grown = realloc(in->rbuf, in->rlen + n);
+
+		if (!grown) {
+			conn_close(c);
+			return;
+		}
+		memcpy(grown + in->rlen, p, n);
+		in->rbuf = grown;
+		in->rlen += n;
+		for (unsigned round = 0; round < 16 && !in->resp_head_done; round++) {
+			struct sl_http_request h;
+			int k = sl_http_response_begin(&in->resp, in->rbuf, in->rlen, max,
+						       in->head_req, &h), k2;
+
+			if (k == 0)
+				return;
+			if (k < 0) {
+				insp_respond(in, 502, "bad-response",
+					     "the origin's response could not be parsed");
+				return;
+			}
+			k2 = response_head(in, &h);
+			if (k2 == -EIO) {
+				c->reason = "client-closed"; /* the origin did nothing wrong */
+				conn_close(c);
+				return;
+			}
+			if (k2 < 0) {
+				insp_respond(in, 502, "bad-response",
+					     "the origin's response could not be parsed");
+				return;
+			}
+			if (insp_closing(in))
+				return;
+			memmove(in->rbuf, in->rbuf + k, in->rlen - (size_t)k);
+			in->rlen -= (size_t)k;
+			if (in->resp.status >= 100 && in->resp.status < 200 && in->st != I_WS)
+				continue; /* the next head */
+			in->resp_head_done = true;
+		}
+		if (!in->resp_head_done) {
+			insp_respond(in, 502, "bad-response", "too many interim responses");
+			return;
+		}
+		/* What followed the head is body (or, after 101, the other
+		 * protocol's bytes). */
+		p = in->rbuf;
+		n = in->rlen;
+		if (in->st == I_WS) {
+			in->rlen = 0;
+			if (n)
+				upstream_plain(in, p, n);
+			c->bytes_down -= n;
+			insp_drive_client(in);
+			return;
+		}
+		if (in->resp.done) {
+			if (n)
+				in->resp_ka = false;
+			in->rlen = 0;
+			response_complete(in);
+			return;
+		}
+		in->rlen = 0;
+	}
+	if (n) {
+		ssize_t k = sl_http_response_feed(&in->resp, p, n);
+
+		if (k < 0) {
+			c->reason = in->resp.sink_failed ? NULL : "bad-response";
+			conn_close(c);
+			return;
+		}
+		if (in->resp.done) {
+			if ((size_t)k < n)
+				in->resp_ka = false; /* more than one response */
+			response_complete(in);
+		}
+	}
+}
+
+static void upstream_eof(struct insp *in)
+{
+	struct conn *c = in->c;
+
+	if (in->st == I_WS || (in->resp_head_done && !in->resp.self_delimited)) {
+		/* The end of a response framed by the close. */
+		int r = in->scrub_on ? sl_scrub_finish(&in->scrub, in->st == I_WS ? sink_raw
+										: sink_body,
+						       in)
+				     : 0;
+
+		in->st = I_CLOSING;
+		if (in->up) {
+			insp_up_close(in->up);
+			in->up = NULL;
+		}
+		if (r < 0) {
+			conn_close(c);
+			return;
+		}
+		if (!c->audited) {
+			conn_write_audit(c);
+			c->audited = true;
+		}
+		SSL_shutdown(in->ssl);
+		if (insp_client_flush(in, true) < 0)
+			conn_close(c);
+		return;
+	}
+	if (!in->resp_started && in->reused && in->uhead && !in->rlen && !c->bytes_up) {
+		/* A kept-alive connection the origin closed as we reused it:
+		 * once more, on a new one. */
+		insp_up_close(in->up);
+		in->up = NULL;
+		in->reused = false;
+		in->st = I_UPSTREAM;
+		insp_get_upstream(in, true);
+		return;
+	}
+	if (!in->resp_started) {
+		insp_respond(in, 502, "upstream-closed",
+			     "the origin closed the connection without an answer");
+		return;
+	}
+	c->reason = "upstream-closed";
+	conn_close(c);
+}
+
+void insp_drive_upstream(struct insp *in)
+{
+	struct conn *c = in->c;
+	struct up *up = in->up;
+	char buf[TLS_CHUNK];
+	unsigned round;
+
+	for (round = 0; round < DRIVE_ROUNDS && up && in->up == up && !insp_closing(in); round++) {
+		int n, e;
+
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->client) >
+		    c->gw->cfg.max_buffered_bytes) {
+			if (!in->up_paused) {
+				in->up_paused = true;
+				up->paused = true;
+				uv_read_stop((uv_stream_t *)&up->tcp);
+			}
+			return;
+		}
+		n = SSL_read(up->ssl, buf, sizeof(buf));
+		if (n > 0) {
+			conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
+			upstream_plain(in, buf, (size_t)n);
+			continue;
+		}
+		e = SSL_get_error(up->ssl, n);
+		if (e == SSL_ERROR_WANT_READ) {
+			if (up->eof)
+				upstream_eof(in);
+			return;
+		}
+		if (e == SSL_ERROR_ZERO_RETURN) {
+			upstream_eof(in);
+			return;
+		}
+		up->failed = true;
+		c->reason = "upstream-tls-failed";
+		conn_close(c);
+		return;
+	}
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS inspection: the gateway's part, set up once. The SSL_CTX that faces
+ * the sandbox (HTTP/1.1 only by ALPN; the leaf is set per connection from
+ * ca.c) and the one that faces origins (verified against --upstream-ca or
+ * the system's store, sessions cached), and the secrets the rules inject.
+ * A file because it is configuration, not a connection.
+ */
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inspect-internal.h"
+
+const char *insp_tls_error(void)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *s = e ? ERR_reason_error_string(e) : NULL;
+
+	return s ? s : "TLS failed";
+}
+
+/* ---- the gateway's part ---- */
+
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned inlen, void *arg)
+{
+	static const unsigned char h11[] = "\x08http/1.1";
+	unsigned i;
+
+	(void)ssl;
+	(void)arg;
+	/* Only HTTP/1.1 is inspected; a client that offers nothing else
+	 * must not get a protocol it would then speak past us. */
+	for (i = 0; i < inlen; i += 1u + in[i]) {
+		if (in[i] == 8 && i + 9 <= inlen && memcmp(in + i, h11, 9) == 0) {
+			*out = in + i + 1;
+			*outlen = 8;
+			return SSL_TLSEXT_ERR_OK;
+		}
+	}
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upstream_ca,
+			    char *err, size_t errlen)
+{
+	static const unsigned char h11[] = "\x08http/1.1";
+	struct sl_gw_tls *t;
+
+	if (gw->tls) {
+		snprintf(err, errlen, "inspection is already enabled");
+		return -EEXIST;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->gw = gw;
+	t->ca = ca;
+	t->server = SSL_CTX_new(TLS_server_method());
+	t->client = SSL_CTX_new(TLS_client_method());
+	if (!t->server || !t->client)
+		goto fail_ssl;
+	SSL_CTX_set_min_proto_version(t->server, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION);
+	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
+	SSL_CTX_set_options(t->server, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_options(t->client, SSL_OP_NO_RENEGOTIATION);
+
+	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+	if (upstream_ca) {
+		if (SSL_CTX_load_verify_locations(t->client, upstream_ca, NULL) != 1) {
+			snprintf(err, errlen, "--upstream-ca %s: cannot load it: %s", upstream_ca,
+				 insp_tls_error());
+			goto fail;
+		}
+	} else {
+		/* The system's store is parsed whole (some 150 certificates,
+		 * tens of milliseconds): at the first upstream connection, not
+		 * on every sandbox's way up. */
+		t->default_paths_pending = true;
+	}
+	if (SSL_CTX_set_alpn_protos(t->client, h11, sizeof(h11) - 1) != 0)
+		goto fail_ssl;
+	SSL_CTX_set_session_cache_mode(t->client,
+				       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(t->client, insp_new_session);
+	gw->tls = t;
+	return 0;
+
+fail_ssl:
+	snprintf(err, errlen, "cannot set up TLS: %s", insp_tls_error());
+fail:
+	SSL_CTX_free(t->server);
+	SSL_CTX_free(t->client);
+	free(t);
+	return -EINVAL;
+}
+
+int sl_gw_add_secret(struct sl_gw *gw, const char *name, const struct sl_secret_value *v)
+{
+	struct sl_gw_tls *t = gw->tls;
+
+	if (!t)
+		return -EINVAL;
+	if (t->n_secrets >= SL_SCRUB_MAX_SECRETS)
+		return -E2BIG;
+	t->secrets[t->n_secrets].name = strdup(name);
+	if (!t->secrets[t->n_secrets].name)
+		return -ENOMEM;
+	t->secrets[t->n_secrets++].v = v;
+	return 0;
+}
+
+const struct sl_secret_value *insp_secret_by_name(const struct sl_gw_tls *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_secrets; i++)
+		if (strcmp(t->secrets[i].name, name) == 0)
+			return t->secrets[i].v;
+	return NULL;
+}
+
+void sl_gw_tls_free(struct sl_gw *gw)
+{
+	struct sl_gw_tls *t = gw->tls;
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < SESS_CACHE; i++)
+		if (t->sess[i].s)
+			SSL_SESSION_free(t->sess[i].s);
+	for (i = 0; i < t->n_secrets; i++)
+		free(t->secrets[i].name);
+	SSL_CTX_free(t->server);
+	SSL_CTX_free(t->client);
+	free(t);
+	gw->tls = NULL;
+}

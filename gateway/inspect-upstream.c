@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS inspection: the connections to origins. A struct up lives on its
+ * own, apart from any client connection, because it outlives one in the
+ * pool: resolve, connect, the TLS handshake that verifies the origin,
+ * writes and reads, the pool of kept-alive connections (bounded, idle
+ * limit, flushed by a reload) and the cache of sessions to resume. A
+ * file because these are the lifetimes that are not a struct conn's.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn-internal.h"
+#include "inspect-internal.h"
+#include "macro.h"
+
+#define POOL_MAX 32
+#define POOL_PER_HOST 4
+#define POOL_IDLE_MS 30000
+
+int insp_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct up *up = SSL_get_app_data(ssl);
+	struct sl_gw_tls *t;
+	unsigned i, slot;
+
+	if (!up)
+		return 0;
+	t = up->t;
+	slot = t->sess_next;
+	for (i = 0; i < SESS_CACHE; i++)
+		if (t->sess[i].s && t->sess[i].port == up->port &&
+		    strcmp(t->sess[i].host, up->host) == 0) {
+			slot = i;
+			break;
+		}
+	if (i == SESS_CACHE)
+		t->sess_next = (t->sess_next + 1) % SESS_CACHE;
+	if (t->sess[slot].s)
+		SSL_SESSION_free(t->sess[slot].s);
+	snprintf(t->sess[slot].host, sizeof(t->sess[slot].host), "%s", up->host);
+	t->sess[slot].port = up->port;
+	t->sess[slot].s = sess;
+	return 1; /* we keep the reference */
+}
+
+void sl_gw_tls_flush_pool(struct sl_gw *gw)
+{
+	if (gw->tls)
+		gw->tls->gen++;
+	while (gw->tls && gw->tls->pool)
+		insp_up_close(gw->tls->pool);
+}
+
+bool sl_gw_tls_busy(const struct sl_gw *gw)
+{
+	return gw->tls && gw->tls->n_ups > 0;
+}
+
+/* ---- writing ---- */
+
+struct up_wreq {
+	uv_write_t req;
+	struct up *up;
+	char *data;
+};
+
+static void up_written(uv_write_t *req, int status)
+{
+	struct up_wreq *w = container_of(req, struct up_wreq, req);
+	struct up *up = w->up;
+	struct insp *in = up->owner;
+
+	free(w->data);
+	free(w);
+	if (up->closing)
+		return;
+	if (status < 0) {
+		if (in) {
+			in->c->reason = "upstream-write-failed";
+			conn_close(in->c);
+		} else {
+			insp_up_close(up);
+		}
+		return;
+	}
+	/* The client paused because this queue was full. */
+	if (in && in->client_paused &&
+	    uv_stream_get_write_queue_size((uv_stream_t *)&up->tcp) <=
+		in->c->gw->cfg.max_buffered_bytes / 2)
+		insp_drive_client(in);
+}
+
+static int up_flush(struct up *up)
+{
+	size_t n = (size_t)BIO_ctrl_pending(up->wb);
+	struct up_wreq *w;
+	uv_buf_t b;
+	int r;
+
+	if (n == 0)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->up = up;
+	w->data = malloc(n);
+	if (!w->data || BIO_read(up->wb, w->data, (int)n) != (int)n) {
+		free(w->data);
+		free(w);
+		return -ENOMEM;
+	}
+	b = uv_buf_init(w->data, (unsigned)n);
+	r = uv_write(&w->req, (uv_stream_t *)&up->tcp, &b, 1, up_written);
+	if (r < 0) {
+		free(w->data);
+		free(w);
+	}
+	return r;
+}
+
+int insp_up_write(struct up *up, const void *p, size_t n)
+{
+	if (n && SSL_write(up->ssl, p, (int)n) != (int)n)
+		return -EIO;
+	return up_flush(up);
+}
+
+/* ---- upstream connections ---- */
+
+static void up_handle_closed(uv_handle_t *h)
+{
+	struct up *up = h->data;
+	struct sl_gw_tls *t = up->t;
+
+	if (--up->open_handles > 0)
+		return;
+	SSL_free(up->ssl);
+	free(up);
+	t->n_ups--;
+	sl_gw_maybe_free(t->gw);
+}
+
+static void pool_unlink(struct up *up)
+{
+	struct sl_gw_tls *t = up->t;
+
+	if (!up->pooled)
+		return;
+	if (up->prev)
+		up->prev->next = up->next;
+	else
+		t->pool = up->next;
+	if (up->next)
+		up->next->prev = up->prev;
+	up->prev = up->next = NULL;
+	up->pooled = false;
+	t->n_pool--;
+}
+
+void insp_up_close(struct up *up)
+{
+	if (up->closing)
+		return;
+	up->closing = true;
+	/* A connection that ends without our close_notify marks its session
+	 * "bad" when freed, and the next connection would not resume it. A
+	 * healthy one says goodbye (a failed one keeps that mark). */
+	if (up->ssl && up->ready && !up->failed)
+		(void)SSL_shutdown(up->ssl);
+	sl_gw_resolve_cancel(up->rreq);
+	up->rreq = NULL;
+	pool_unlink(up);
+	if (up->owner && up->owner->up == up)
+		up->owner->up = NULL;
+	up->owner = NULL;
+	uv_close((uv_handle_t *)&up->timer, up_handle_closed);
+	if (up->tcp_open)
+		uv_close((uv_handle_t *)&up->tcp, up_handle_closed);
+}
+
+void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	(void)h;
+	(void)suggested;
+	buf->base = malloc(TLS_CHUNK);
+	buf->len = buf->base ? TLS_CHUNK : 0;
+}
+
+static void up_ready(struct insp *in);
+
+static void up_fail(struct up *up, int status, const char *reason, const char *why)
+{
+	struct insp *in = up->owner;
+
+	insp_up_close(up);
+	if (in)
+		insp_respond(in, status, reason, why);
+}
+
+static void up_handshake(struct up *up)
+{
+	int r = SSL_do_handshake(up->ssl), e;
+	char why[SL_HOST_BUF + 256];
+
+	if (up_flush(up) < 0) {
+		up_fail(up, 502, "connect-failed", "cannot write upstream");
+		return;
+	}
+	if (r == 1) {
+		up->ready = true;
+		uv_timer_stop(&up->timer);
+		if (up->owner)
+			up_ready(up->owner);
+		return;
+	}
+	e = SSL_get_error(up->ssl, r);
+	if (e == SSL_ERROR_WANT_READ)
+		return;
+	if (SSL_get_verify_result(up->ssl) != X509_V_OK)
+		snprintf(why, sizeof(why), "%s:%u: the origin's certificate is not trusted: %s",
+			 up->host, up->port,
+			 X509_verify_cert_error_string(SSL_get_verify_result(up->ssl)));
+	else
+		snprintf(why, sizeof(why), "%s:%u: TLS with the origin failed: %s", up->host,
+			 up->port, insp_tls_error());
+	ERR_clear_error();
+	up_fail(up, 502, "upstream-tls-failed", why);
+}
+
+void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct up *up = s->data;
+	struct insp *in = up->owner;
+
+	if (nread == 0) {
+		free(buf->base);
+		return;
+	}
+	if (nread < 0) {
+		free(buf->base);
+		if (!in || !up->ready) {
+			if (in)
+				up_fail(up, 502, "upstream-closed", "the origin closed the connection");
+			else
+				insp_up_close(up);
+			return;
+		}
+		/* Records already here are drained first; insp_drive_upstream
+		 * reports the end once they are (also after a pause). */
+		up->eof = true;
+		insp_drive_upstream(in);
+		return;
+	}
+	BIO_write(up->rb, buf->base, (int)nread);
+	free(buf->base);
+	if (!up->ready) {
+		up_handshake(up);
+		return;
+	}
+	if (!in) {
+		/* An idle connection spoke (or sent a ticket): a ticket is
+		 * fine, anything else makes it unusable. */
+		char b[64];
+		int n = SSL_read(up->ssl, b, sizeof(b));
+
+		if (n > 0 || SSL_get_error(up->ssl, n) != SSL_ERROR_WANT_READ)
+			insp_up_close(up);
+		return;
+	}
+	insp_drive_upstream(in);
+}
+
+static void up_timer_fired(uv_timer_t *tm)
+{
+	struct up *up = tm->data;
+
+	if (up->owner)
+		up_fail(up, 504, "connect-timeout", "timed out connecting to the origin");
+	else
+		insp_up_close(up);
+}
+
+static void up_connected(uv_connect_t *req, int status)
+{
+	struct up *up = req->data;
+	char why[SL_HOST_BUF + 128];
+	size_t i;
+
+	if (up->closing)
+		return;
+	if (status < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", up->host, up->port,
+			 uv_strerror(status));
+		up_fail(up, 502, "connect-failed", why);
+		return;
+	}
+	uv_tcp_nodelay(&up->tcp, 1);
+	if (up->t->default_paths_pending) {
+		if (SSL_CTX_set_default_verify_paths(up->t->client) != 1) {
+			snprintf(why, sizeof(why), "cannot load the system's trust store: %s",
+				 insp_tls_error());
+			ERR_clear_error();
+			up_fail(up, 502, "upstream-tls-failed", why);
+			return;
+		}
+		up->t->default_paths_pending = false;
+	}
+	up->ssl = SSL_new(up->t->client);
+	up->rb = BIO_new(BIO_s_mem());
+	up->wb = BIO_new(BIO_s_mem());
+	if (!up->ssl || !up->rb || !up->wb) {
+		BIO_free(up->rb);
+		BIO_free(up->wb);
+		up->rb = up->wb = NULL;
+		up_fail(up, 502, "connect-failed", "out of memory");
+		return;
+	}
+	SSL_set_bio(up->ssl, up->rb, up->wb);
+	SSL_set_app_data(up->ssl, up);
+	SSL_set_connect_state(up->ssl);
+	if (up->kind == SL_HOST_NAME) {
+		SSL_set_tlsext_host_name(up->ssl, up->host);
+		SSL_set1_host(up->ssl, up->host);
+	} else {
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(up->ssl), up->host);
+	}
+	for (i = 0; i < SESS_CACHE; i++)
+		if (up->t->sess[i].s && up->t->sess[i].port == up->port &&
+		    strcmp(up->t->sess[i].host, up->host) == 0) {
+			SSL_set_session(up->ssl, up->t->sess[i].s);
+			break;
+		}
+	uv_read_start((uv_stream_t *)&up->tcp, insp_up_alloc, insp_up_read);
+	up_handshake(up);
+}
+
+static void up_connect(struct up *up, const struct sl_gw_addrs *a)
+{
+	struct insp *in = up->owner;
+	const char *refused = NULL;
+	const struct sockaddr *sa = conn_pick_address(in->c, a, &refused);
+	struct sockaddr_storage to;
+	char why[SL_HOST_BUF + 160];
+	int r;
+
+	if (!sa) {
+		snprintf(why, sizeof(why),
+			 "%s resolves only to addresses the policy does not allow (%s); list the "
+			 "range under private_addresses to allow it",
+			 up->host, refused ? refused : "none");
+		up_fail(up, 403, "private-address", why);
+		return;
+	}
+	memcpy(&to, sa,
+	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	if (to.ss_family == AF_INET)
+		((struct sockaddr_in *)&to)->sin_port = htons(up->port);
+	else
+		((struct sockaddr_in6 *)&to)->sin6_port = htons(up->port);
+	r = uv_tcp_init(in->c->gw->loop, &up->tcp);
+	if (r < 0) {
+		up_fail(up, 502, "connect-failed", "cannot create a socket");
+		return;
+	}
+	up->tcp.data = up;
+	up->tcp_open = true;
+	up->open_handles++;
+	up->creq.data = up;
+	r = uv_tcp_connect(&up->creq, &up->tcp, (const struct sockaddr *)&to, up_connected);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", up->host, up->port,
+			 uv_strerror(r));
+		up_fail(up, 502, "connect-failed", why);
+	}
+}
+
+static void up_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
+{
+	struct up *up = data;
+	char why[SL_HOST_BUF + 96];
+
+	up->rreq = NULL;
+	if (up->closing || !up->owner)
+		return;
+	if (status < 0) {
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", up->host,
+			 status == -ENOENT	? "no such name"
+			 : status == -ETIMEDOUT ? "timed out"
+			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
+						: "resolver error");
+		if (status == -EDQUOT)
+			up_fail(up, 429, "dns-budget", why);
+		else
+			up_fail(up, 502, "resolve-failed", why);
+		return;
+	}
+	up_connect(up, addrs);
+}
+
+/* An idle connection to this host from the pool, or NULL. */
+static struct up *pool_take(struct sl_gw_tls *t, const char *host, uint16_t port)
+{
+	struct up *up;
+
+	for (up = t->pool; up; up = up->next)
+		if (up->port == port && strcmp(up->host, host) == 0) {
+			pool_unlink(up);
+			uv_timer_stop(&up->timer);
+			return up;
+		}
+	return NULL;
+}
+
+void insp_pool_put(struct up *up)
+{
+	struct sl_gw_tls *t = up->t;
+	struct up *o;
+	unsigned same = 0;
+
+	up->owner = NULL;
+	for (o = t->pool; o; o = o->next)
+		same += o->port == up->port && strcmp(o->host, up->host) == 0;
+	/* Not from before a flush (a reload: its address was chosen under
+	 * the old policy), and within the bounds. */
+	if (t->gw->shutting_down || up->gen != t->gen || t->n_pool >= POOL_MAX ||
+	    same >= POOL_PER_HOST || SSL_pending(up->ssl) > 0 || BIO_ctrl_pending(up->rb) > 0) {
+		insp_up_close(up);
+		return;
+	}
+	up->next = t->pool;
+	if (t->pool)
+		t->pool->prev = up;
+	t->pool = up;
+	up->prev = NULL;
+	up->pooled = true;
+	t->n_pool++;
+	if (up->paused) {
+		up->paused = false;
+		uv_read_start((uv_stream_t *)&up->tcp, insp_up_alloc, insp_up_read);
+	}
+	uv_timer_start(&up->timer, up_timer_fired, POOL_IDLE_MS, 0);
+}
+
+void insp_get_upstream(struct insp *in, bool fresh)
+{
+	struct conn *c = in->c;
+	struct sl_gw_tls *t = c->gw->tls;
+	struct up *up = fresh ? NULL : pool_take(t, in->host, c->port);
+	int r;
+
+	in->reused = up && (in->head_req || strcmp(c->method, "GET") == 0);
+	if (up) {
+		up->owner = in;
+		in->up = up;
+		up_ready(in);
+		return;
+	}
+	up = calloc(1, sizeof(*up));
+	if (!up) {
+		insp_respond(in, 502, "connect-failed", "out of memory");
+		return;
+	}
+	up->t = t;
+	up->gen = t->gen;
+	t->n_ups++;
+	up->owner = in;
+	in->up = up;
+	snprintf(up->host, sizeof(up->host), "%s", in->host);
+	up->kind = in->kind;
+	up->port = c->port;
+	uv_timer_init(c->gw->loop, &up->timer);
+	up->timer.data = up;
+	up->open_handles = 1;
+	uv_timer_start(&up->timer, up_timer_fired, c->gw->cfg.connect_timeout_ms, 0);
+	if (in->kind != SL_HOST_NAME) {
+		struct sl_gw_addrs a;
+
+		conn_literal_addrs(in->kind, in->host, &a);
+		up_connect(up, &a);
+		return;
+	}
+	r = sl_gw_resolve(c->gw->resolver, up->host, up_resolved, up, &up->rreq);
+	if (r < 0)
+		up_fail(up, 502, "resolve-failed", "cannot start a DNS lookup");
+}
+
+/* The upstream connection is ready: the head goes, then the body. */
+static void up_ready(struct insp *in)
+{
+	struct up *up = in->up;
+	int r;
+
+	r = insp_up_write(up, in->uhead, in->uhead_len);
+	if (!in->reused)
+		insp_wipe_uhead(in);
+	if (r < 0) {
+		insp_respond(in, 502, "connect-failed", "cannot write to the origin");
+		return;
+	}
+	in->st = I_EXCHANGE;
+	if (up->paused) {
+		up->paused = false;
+		uv_read_start((uv_stream_t *)&up->tcp, insp_up_alloc, insp_up_read);
+	}
+	insp_drive_client(in);
+	/* A pooled connection may already hold records. */
+	if (!insp_closing(in) && in->up == up)
+		insp_drive_upstream(in);
+}
