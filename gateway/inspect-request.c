@@ -125,18 +125,11 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 	return 0;
 }
 
-void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
+/* A new request on the connection: what the audit says of it starts
+ * afresh. 0, or -1 when the connection was answered or closed. */
+static int start_request(struct insp *in, const struct sl_http_request *r)
 {
 	struct conn *c = in->c;
-	struct sl_request q = {0};
-	const struct sl_http_span *hh, *up_hdr;
-	const struct sl_inject *inj = NULL;
-	const struct sl_secret_value *v = NULL;
-	const char *host, *why = NULL;
-	size_t host_len, n_host;
-	uint16_t hport;
-	char norm[SL_HOST_BUF], msg[512];
-	enum sl_host_kind kind;
 
 	c->tunnel = false;
 	c->parsed = true;
@@ -152,16 +145,30 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 	c->path = strndup(r->target.p, r->target.len);
 	if (!c->path) {
 		conn_close(c);
-		return;
+		return -1;
 	}
 	if (r->target.len == 0 || r->target.p[0] != '/') {
 		insp_respond(
 		    in, 400, "bad-request",
 		    "inside an inspected connection, a request names a path (origin-form)");
-		return;
+		return -1;
 	}
-	/* The Host must be the host the connection was decided (and the
-	 * leaf minted) for: anything else is fronting inside the tunnel. */
+	return 0;
+}
+
+/* The Host must be the host the connection was decided (and the leaf
+ * minted) for: anything else is fronting inside the tunnel. 0, or -1
+ * when refused. */
+static int check_host(struct insp *in, const struct sl_http_request *r)
+{
+	struct conn *c = in->c;
+	const struct sl_http_span *hh;
+	const char *host, *why = NULL;
+	size_t host_len, n_host;
+	uint16_t hport;
+	char norm[SL_HOST_BUF], msg[512];
+	enum sl_host_kind kind;
+
 	hh = sl_http_header(r, "host", &n_host);
 	if (!hh || n_host != 1 || sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0 ||
 	    sl_host_normalize(host, host_len, norm, &kind, NULL) < 0 ||
@@ -169,12 +176,27 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 		snprintf(msg, sizeof(msg),
 			 "the Host header must name %s, the host this TLS connection is for", in->host);
 		insp_respond(in, 421, "host-mismatch", msg);
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* Decide method and path by the policy; an allowing rule that injects
+ * gives its credential (*ret_inj) and the secret's value (*ret_v). 0, or
+ * -1 when refused or closed. */
+static int decide_request(struct insp *in, const struct sl_inject **ret_inj,
+			  const struct sl_secret_value **ret_v)
+{
+	struct conn *c = in->c;
+	struct sl_request q = {0};
+	const struct sl_inject *inj = NULL;
+	const struct sl_secret_value *v = NULL;
+	char msg[512];
+
 	if (!sl_gw_audit_ok(c->gw)) {
 		c->audited = true;
 		conn_close(c);
-		return;
+		return -1;
 	}
 	q.host = in->host;
 	q.host_len = strlen(in->host);
@@ -187,7 +209,7 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 	if (c->dec.verdict != SL_VERDICT_ALLOW) {
 		insp_respond(in, 403, NULL,
 			     sl_policy_explain(c->pol->p, &q, &c->dec, msg, sizeof(msg)));
-		return;
+		return -1;
 	}
 	if (c->dec.rule && c->dec.rule->has_inject) {
 		const char *name = c->pol->p->secrets[c->dec.rule->inject.secret].name;
@@ -200,18 +222,32 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 				 "restart sluice)",
 				 name);
 			insp_respond(in, 502, "credential-unavailable", msg);
-			return;
+			return -1;
 		}
 	}
+	*ret_inj = inj;
+	*ret_v = v;
+	return 0;
+}
+
+/* The checks an allowed head must pass before it goes (as for plain
+ * HTTP, conn-headers.c), and c->path made the target that was decided.
+ * 0, or -1 when refused. */
+static int check_allowed_head(struct insp *in, const struct sl_http_request *r,
+			      const struct sl_inject *inj)
+{
+	struct conn *c = in->c;
+	const char *why = NULL;
+	char msg[512];
+
 	if (c->dec.methods_named && sl_reqhead_has_method_override(r)) {
 		/* Many origins run the method such a header names: the rules'
 		 * methods (an allow rule's or a deny rule's) would not hold. */
-		insp_respond(
-		    in, 400, "method-override",
-		    "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
-		    "X-Method-Override, or a _method query parameter) is refused where a rule "
-		    "for this host names methods");
-		return;
+		insp_respond(in, 400, "method-override",
+			     "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
+			     "X-Method-Override, or a _method query parameter) is refused where a "
+			     "rule for this host names methods");
+		return -1;
 	}
 	if (c->dec.host_injects) {
 		const struct sl_http_header *u =
@@ -223,7 +259,7 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 				 "a host whose rule injects a credential",
 				 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
 			insp_respond(in, 400, "credential-header", msg);
-			return;
+			return -1;
 		}
 		if (inj && inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
 			snprintf(msg, sizeof(msg),
@@ -231,7 +267,7 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 				 "of the sandbox's placeholder variable) once",
 				 inj->header, inj->prefix, SL_PLACEHOLDER);
 			insp_respond(in, 403, "placeholder-missing", msg);
-			return;
+			return -1;
 		}
 	}
 	if (c->dec.path_checked) {
@@ -242,32 +278,53 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 
 		if (e < 0) {
 			insp_respond(in, 400, "invalid-path", e == -EINVAL ? why : "out of memory");
-			return;
+			return -1;
 		}
 		free(c->path);
 		c->path = target;
 	}
+	return 0;
+}
+
+/* What follows the head: no body on a GET or HEAD, an upgrade only to a
+ * websocket, the body's framing. 0, or -1 when refused. */
+static int check_body_and_upgrade(struct insp *in, const struct sl_http_request *r)
+{
+	const struct sl_http_span *up_hdr;
+
 	in->head_req = sl_http_span_eq(&r->method, "HEAD");
 	if ((in->head_req || sl_http_span_eq(&r->method, "GET")) &&
 	    (r->chunked || (r->has_length && r->content_length > 0))) {
 		/* Some origins read no body after a GET: its bytes would be
 		 * a request nobody decided, on a connection we keep. */
 		insp_respond(in, 400, "bad-request", "a GET or HEAD request with a body");
-		return;
+		return -1;
 	}
 	up_hdr = sl_http_header(r, "upgrade", NULL);
 	in->ws_req = up_hdr && sl_http_span_caseeq(up_hdr, "websocket") &&
 		     sl_http_span_eq(&r->method, "GET") && header_has_token(r, "connection", "upgrade");
 	if (up_hdr && !in->ws_req) {
 		insp_respond(in, 400, "bad-request", "only websocket upgrades are relayed");
-		return;
+		return -1;
 	}
 	in->client_ka = r->keep_alive && !in->ws_req;
 	if (sl_http_body_init(&in->body, in->cbuf, r->head_len) < 0) {
 		insp_respond(in, 400, "bad-request", "bad framing in the request head");
-		return;
+		return -1;
 	}
 	in->body_done = sl_http_body_is_done(&in->body);
+	return 0;
+}
+
+void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
+{
+	struct conn *c = in->c;
+	const struct sl_inject *inj = NULL;
+	const struct sl_secret_value *v = NULL;
+
+	if (start_request(in, r) < 0 || check_host(in, r) < 0 || decide_request(in, &inj, &v) < 0 ||
+	    check_allowed_head(in, r, inj) < 0 || check_body_and_upgrade(in, r) < 0)
+		return;
 	if (build_upstream_head(in, r, c->path, inj, v) < 0) {
 		conn_close(c);
 		return;
