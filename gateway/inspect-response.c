@@ -160,11 +160,75 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 	return 0;
 }
 
+/* The response heads in rbuf, as far as they are complete: interim ones
+ * (1xx) passed on, then the real one, or a 101. 1 once it is done, 0 for
+ * more bytes, -1 when the exchange was ended. */
+static int parse_response_heads(struct insp *in)
+{
+	struct conn *c = in->c;
+	size_t max = c->gw->cfg.max_header_bytes * 4;
+
+	for (unsigned round = 0; round < 16 && !in->resp_head_done; round++) {
+		struct sl_http_request h;
+		int k = sl_http_response_begin(&in->resp, in->rbuf, in->rlen, max, in->head_req,
+					       &h),
+		    k2;
+
+		if (k == 0)
+			return 0;
+		if (k < 0) {
+			insp_respond(in, 502, "bad-response",
+				     "the origin's response could not be parsed");
+			return -1;
+		}
+		k2 = response_head(in, &h);
+		if (k2 == -EIO) {
+			c->reason = "client-closed"; /* the origin did nothing wrong */
+			conn_close(c);
+			return -1;
+		}
+		if (k2 < 0) {
+			insp_respond(in, 502, "bad-response",
+				     "the origin's response could not be parsed");
+			return -1;
+		}
+		if (insp_closing(in))
+			return -1;
+		memmove(in->rbuf, in->rbuf + k, in->rlen - (size_t)k);
+		in->rlen -= (size_t)k;
+		if (in->resp.status >= 100 && in->resp.status < 200 && in->st != I_WS)
+			continue; /* the next head */
+		in->resp_head_done = true;
+	}
+	if (!in->resp_head_done) {
+		insp_respond(in, 502, "bad-response", "too many interim responses");
+		return -1;
+	}
+	return 1;
+}
+
+/* Body bytes of the response, through its framing. */
+static void feed_response_body(struct insp *in, const char *p, size_t n)
+{
+	struct conn *c = in->c;
+	ssize_t k = sl_http_response_feed(&in->resp, p, n);
+
+	if (k < 0) {
+		c->reason = in->resp.sink_failed ? NULL : "bad-response";
+		conn_close(c);
+		return;
+	}
+	if (in->resp.done) {
+		if ((size_t)k < n)
+			in->resp_ka = false; /* more than one response */
+		response_complete(in);
+	}
+}
+
 /* Plaintext from the origin. */
 static void upstream_plain(struct insp *in, const char *p, size_t n)
 {
 	struct conn *c = in->c;
-	size_t max = c->gw->cfg.max_header_bytes * 4;
 
 	c->bytes_down += n;
 	insp_wipe_uhead(in); /* the origin answers: no retry */
@@ -190,41 +254,8 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 		memcpy(grown + in->rlen, p, n);
 		in->rbuf = grown;
 		in->rlen += n;
-		for (unsigned round = 0; round < 16 && !in->resp_head_done; round++) {
-			struct sl_http_request h;
-			int k = sl_http_response_begin(&in->resp, in->rbuf, in->rlen, max,
-						       in->head_req, &h), k2;
-
-			if (k == 0)
-				return;
-			if (k < 0) {
-				insp_respond(in, 502, "bad-response",
-					     "the origin's response could not be parsed");
-				return;
-			}
-			k2 = response_head(in, &h);
-			if (k2 == -EIO) {
-				c->reason = "client-closed"; /* the origin did nothing wrong */
-				conn_close(c);
-				return;
-			}
-			if (k2 < 0) {
-				insp_respond(in, 502, "bad-response",
-					     "the origin's response could not be parsed");
-				return;
-			}
-			if (insp_closing(in))
-				return;
-			memmove(in->rbuf, in->rbuf + k, in->rlen - (size_t)k);
-			in->rlen -= (size_t)k;
-			if (in->resp.status >= 100 && in->resp.status < 200 && in->st != I_WS)
-				continue; /* the next head */
-			in->resp_head_done = true;
-		}
-		if (!in->resp_head_done) {
-			insp_respond(in, 502, "bad-response", "too many interim responses");
+		if (parse_response_heads(in) <= 0)
 			return;
-		}
 		/* What followed the head is body (or, after 101, the other
 		 * protocol's bytes). */
 		p = in->rbuf;
@@ -246,20 +277,8 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 		}
 		in->rlen = 0;
 	}
-	if (n) {
-		ssize_t k = sl_http_response_feed(&in->resp, p, n);
-
-		if (k < 0) {
-			c->reason = in->resp.sink_failed ? NULL : "bad-response";
-			conn_close(c);
-			return;
-		}
-		if (in->resp.done) {
-			if ((size_t)k < n)
-				in->resp_ka = false; /* more than one response */
-			response_complete(in);
-		}
-	}
+	if (n)
+		feed_response_body(in, p, n);
 }
 
 static void upstream_eof(struct insp *in)
