@@ -424,16 +424,110 @@ static const char *denied_reason(const struct sl_policy *p, const struct sl_dns_
 
 /* One message from a client: parse, decide, and reply now or after
  * resolving. msg is only read during the call. */
+/* What the policy answers at once, without resolving: the audit log down,
+ * a class other than IN, a name no rule allows (or one kept out of the
+ * sandbox's DNS), a type other than A and AAAA. True once q was answered
+ * (and audited). */
+static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
+			     const char *client, const struct sl_dns_query *q, uint64_t wall,
+			     uint64_t now)
+{
+	const struct sl_policy *p = d->gw->policy->p;
+	const struct sl_rule *wild;
+	char rule[96] = "";
+	const char *reason;
+	int r;
+
+	/* The audit log cannot be written: nothing is decided, nor resolved
+	 * (a name sent upstream is data out), nor audited. */
+	if (!sl_gw_audit_ok(d->gw)) {
+		(void)reply(d, c, peer, q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
+		return true;
+	}
+	if (q->qclass != SL_DNS_CLASS_IN) {
+		/* CHAOS and friends (version.bind...) are not the policy's
+		 * business and tell a prober about us: refuse them. */
+		r = reply(d, c, peer, q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
+		audit(d, client, q, wall, now, r, false, "class", NULL);
+		return true;
+	}
+	if (!sl_policy_name_allowed(p, q->qname, q->qname_len)) {
+		reason = denied_reason(p, q, rule, sizeof(rule));
+		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
+		audit(d, client, q, wall, now, r, false, reason, rule[0] ? rule : NULL);
+		return true;
+	}
+	wild = sl_policy_name_wildcard(p, q->qname, q->qname_len);
+	if (wild && wild->exact_dns) {
+		/* The rule keeps its names out of the sandbox's DNS: they
+		 * are reached through the proxy, which resolves them under
+		 * the budget. NXDOMAIN, as for a name no rule allows. */
+		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
+		audit(d, client, q, wall, now, r, false, "exact-dns",
+		      sl_rule_id(wild, rule, sizeof(rule)));
+		return true;
+	}
+	if (q->qtype != SL_DNS_TYPE_A && q->qtype != SL_DNS_TYPE_AAAA) {
+		/* HTTPS, SVCB, TXT, MX, ANY...: the name exists, but we hold
+		 * only addresses, and forwarding the question would let
+		 * answers we never checked into the sandbox. NODATA. For
+		 * HTTPS and SVCB (RFC 9460) this also means the sandbox is
+		 * never handed an ECH configuration: a ClientHello that
+		 * hides its real SNI could not be decided by the capture. */
+		r = reply(d, c, peer, q, SL_DNS_RCODE_NOERROR, NULL, 0, 0);
+		audit(d, client, q, wall, now, r, true, "allowed", NULL);
+		return true;
+	}
+	return false;
+}
+
+/* An allowed A or AAAA question: resolved, then answered (on_resolved). */
+static void resolve_query(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
+			  const char *client, const struct sl_dns_query *q, uint64_t wall,
+			  uint64_t now)
+{
+	struct dns_query *dq;
+	int r;
+
+	if (d->n_queries >= DNS_MAX_QUERIES || !(dq = calloc(1, sizeof(*dq)))) {
+		r = reply(d, c, peer, q, SL_DNS_RCODE_SERVFAIL, NULL, 0, 0);
+		audit(d, client, q, wall, now, r, true, "overloaded", NULL);
+		return;
+	}
+	dq->d = d;
+	dq->tcp = c;
+	if (peer)
+		memcpy(&dq->peer, peer,
+		       peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+						  : sizeof(struct sockaddr_in6));
+	snprintf(dq->client, sizeof(dq->client), "%s", client);
+	dq->start_wall_ms = wall;
+	dq->start_ms = now;
+	dq->q = *q;
+	r = sl_gw_resolve(d->gw->resolver, q->qname, on_resolved, dq, &dq->req);
+	if (r < 0) {
+		free(dq);
+		r = reply(d, c, peer, q, SL_DNS_RCODE_SERVFAIL, NULL, 0, 0);
+		audit(d, client, q, wall, now, r, true, "resolve-failed", NULL);
+		return;
+	}
+	/* The policy decided now; the answers are filtered by the same one
+	 * even if a reload replaces it meanwhile. */
+	dq->pol = sl_gw_policy_ref(d->gw->policy);
+	dq->next = d->queries;
+	if (d->queries)
+		d->queries->prev = dq;
+	d->queries = dq;
+	d->n_queries++;
+	if (c)
+		c->busy++;
+}
+
 static void handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
 			   const char *client, const uint8_t *msg, size_t len)
 {
 	uint64_t wall = sl_audit_now_ms(), now = uv_now(d->gw->loop);
-	const struct sl_policy *p = d->gw->policy->p;
-	const struct sl_rule *wild;
-	struct dns_query *dq;
 	struct sl_dns_query q;
-	char rule[96] = "";
-	const char *reason;
 	int r, rcode;
 
 	r = sl_dns_parse_query(msg, len, &q);
@@ -449,79 +543,9 @@ static void handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct 
 		audit(d, client, NULL, wall, now, rcode, false, "malformed", NULL);
 		return;
 	}
-
-	/* The audit log cannot be written: nothing is decided, nor resolved
-	 * (a name sent upstream is data out), nor audited. */
-	if (!sl_gw_audit_ok(d->gw)) {
-		(void)reply(d, c, peer, &q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
+	if (answer_by_policy(d, c, peer, client, &q, wall, now))
 		return;
-	}
-	if (q.qclass != SL_DNS_CLASS_IN) {
-		/* CHAOS and friends (version.bind...) are not the policy's
-		 * business and tell a prober about us: refuse them. */
-		r = reply(d, c, peer, &q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
-		audit(d, client, &q, wall, now, r, false, "class", NULL);
-		return;
-	}
-	if (!sl_policy_name_allowed(p, q.qname, q.qname_len)) {
-		reason = denied_reason(p, &q, rule, sizeof(rule));
-		r = reply(d, c, peer, &q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
-		audit(d, client, &q, wall, now, r, false, reason, rule[0] ? rule : NULL);
-		return;
-	}
-	wild = sl_policy_name_wildcard(p, q.qname, q.qname_len);
-	if (wild && wild->exact_dns) {
-		/* The rule keeps its names out of the sandbox's DNS: they
-		 * are reached through the proxy, which resolves them under
-		 * the budget. NXDOMAIN, as for a name no rule allows. */
-		r = reply(d, c, peer, &q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
-		audit(d, client, &q, wall, now, r, false, "exact-dns",
-		      sl_rule_id(wild, rule, sizeof(rule)));
-		return;
-	}
-	if (q.qtype != SL_DNS_TYPE_A && q.qtype != SL_DNS_TYPE_AAAA) {
-		/* HTTPS, SVCB, TXT, MX, ANY...: the name exists, but we hold
-		 * only addresses, and forwarding the question would let
-		 * answers we never checked into the sandbox. NODATA. For
-		 * HTTPS and SVCB (RFC 9460) this also means the sandbox is
-		 * never handed an ECH configuration: a ClientHello that
-		 * hides its real SNI could not be decided by the capture. */
-		r = reply(d, c, peer, &q, SL_DNS_RCODE_NOERROR, NULL, 0, 0);
-		audit(d, client, &q, wall, now, r, true, "allowed", NULL);
-		return;
-	}
-	if (d->n_queries >= DNS_MAX_QUERIES || !(dq = calloc(1, sizeof(*dq)))) {
-		r = reply(d, c, peer, &q, SL_DNS_RCODE_SERVFAIL, NULL, 0, 0);
-		audit(d, client, &q, wall, now, r, true, "overloaded", NULL);
-		return;
-	}
-	dq->d = d;
-	dq->tcp = c;
-	if (peer)
-		memcpy(&dq->peer, peer,
-		       peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-						  : sizeof(struct sockaddr_in6));
-	snprintf(dq->client, sizeof(dq->client), "%s", client);
-	dq->start_wall_ms = wall;
-	dq->start_ms = now;
-	dq->q = q;
-	r = sl_gw_resolve(d->gw->resolver, q.qname, on_resolved, dq, &dq->req);
-	if (r < 0) {
-		free(dq);
-		r = reply(d, c, peer, &q, SL_DNS_RCODE_SERVFAIL, NULL, 0, 0);
-		audit(d, client, &q, wall, now, r, true, "resolve-failed", NULL);
-		return;
-	}
-	/* The policy decided now; the answers are filtered by the same one
-	 * even if a reload replaces it meanwhile. */
-	dq->pol = sl_gw_policy_ref(d->gw->policy);
-	dq->next = d->queries;
-	if (d->queries)
-		d->queries->prev = dq;
-	d->queries = dq;
-	d->n_queries++;
-	if (c)
-		c->busy++;
+	resolve_query(d, c, peer, client, &q, wall, now);
 }
 
 /* Drop a query whose client is gone or whose gateway is stopping. */
