@@ -138,16 +138,14 @@ static bool is_tchar(unsigned char c)
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-static int check_framing(struct sl_http_request *r, int *ret_status, const char **ret_why)
+/* RFC 9112 5.1: no whitespace between a field name and its colon
+ * ("Host : x" is a classic smuggling vector some servers accept); names
+ * are tokens, values hold no control characters but HTAB. */
+static int check_header_chars(const struct sl_http_request *r, int *ret_status,
+			      const char **ret_why)
 {
-	const struct sl_http_span *te, *cl;
-	size_t n_te, n_cl, n_host;
-	uint64_t v = 0;
 	size_t i, j;
 
-	/* RFC 9112 5.1: no whitespace between a field name and its colon
-	 * ("Host : x" is a classic smuggling vector some servers accept);
-	 * names are tokens, values hold no control characters but HTAB. */
 	for (i = 0; i < r->n_headers; i++) {
 		const struct sl_http_header *h = &r->headers[i];
 
@@ -165,11 +163,18 @@ static int check_framing(struct sl_http_request *r, int *ret_status, const char 
 					      ret_why);
 		}
 	}
+	return 0;
+}
 
-	/* A header the Connection header names is dropped by the next hop:
-	 * naming one that frames or routes the request (Content-Length,
-	 * Transfer-Encoding, Host) would have us and the origin read the
-	 * message differently (request smuggling). */
+/* A header the Connection header names is dropped by the next hop:
+ * naming one that frames or routes the request (Content-Length,
+ * Transfer-Encoding, Host) would have us and the origin read the message
+ * differently (request smuggling). */
+static int check_connection_names(const struct sl_http_request *r, int *ret_status,
+				  const char **ret_why)
+{
+	size_t i;
+
 	for (i = 0; i < r->n_headers; i++) {
 		const char *p, *end;
 
@@ -194,10 +199,16 @@ static int check_framing(struct sl_http_request *r, int *ret_status, const char 
 					      ret_status, ret_why);
 		}
 	}
+	return 0;
+}
 
-	(void)sl_http_header(r, "host", &n_host);
-	if (n_host > 1)
-		return refuse(400, "more than one Host header", ret_status, ret_why);
+/* One Transfer-Encoding (chunked, HTTP/1.1) or one Content-Length (plain
+ * digits), never both: r->chunked, r->has_length, r->content_length. */
+static int check_body_headers(struct sl_http_request *r, int *ret_status, const char **ret_why)
+{
+	const struct sl_http_span *te, *cl;
+	size_t n_te, n_cl, i;
+	uint64_t v = 0;
 
 	te = sl_http_header(r, "transfer-encoding", &n_te);
 	cl = sl_http_header(r, "content-length", &n_cl);
@@ -229,6 +240,23 @@ static int check_framing(struct sl_http_request *r, int *ret_status, const char 
 		r->content_length = v;
 	}
 	return 0;
+}
+
+static int check_framing(struct sl_http_request *r, int *ret_status, const char **ret_why)
+{
+	size_t n_host;
+	int e;
+
+	e = check_header_chars(r, ret_status, ret_why);
+	if (e < 0)
+		return e;
+	e = check_connection_names(r, ret_status, ret_why);
+	if (e < 0)
+		return e;
+	(void)sl_http_header(r, "host", &n_host);
+	if (n_host > 1)
+		return refuse(400, "more than one Host header", ret_status, ret_why);
+	return check_body_headers(r, ret_status, ret_why);
 }
 
 int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
@@ -407,10 +435,102 @@ static ssize_t put_chunk(char *out, size_t cap, size_t *at, const char *p, size_
 	return 0;
 }
 
+/* One byte of a chunk size line (B_SIZE): 0 once it is taken, or the
+ * failure. */
+static ssize_t size_byte(struct sl_http_body *b, unsigned char c)
+{
+	int h = sl_hexval(c);
+
+	if (h >= 0) {
+		/* 16 digits hold any size; more only hide one. */
+		if (++b->digits > 16)
+			return body_fail(b, "a chunk size longer than 16 digits");
+		b->left = (b->left << 4) | (uint64_t)h;
+		return 0;
+	}
+	if (c == '\r' && b->digits) {
+		b->st = B_SIZE_LF;
+		return 0;
+	}
+	if (c == ';')
+		return body_fail(b, "chunk extensions are refused in a request body");
+	if (c == ' ' || c == '\t')
+		return body_fail(b, "whitespace in a chunk size line");
+	if (c == '\n')
+		return body_fail(b, "a bare LF in a chunk size line");
+	return body_fail(b, "an invalid character in a chunk size");
+}
+
+/* One byte of the line ends around chunk data, and of the last chunk's
+ * (every state but B_SIZE and B_DATA): 0 once it is taken, or the
+ * failure. The end of the body puts our own last chunk in out. */
+static ssize_t line_end_byte(struct sl_http_body *b, unsigned char c, char *out, size_t out_cap,
+			     size_t *at)
+{
+	switch (b->st) {
+	case B_SIZE_LF:
+		if (c != '\n')
+			return body_fail(b, "a bare CR in a chunk size line");
+		b->digits = 0;
+		b->st = b->left ? B_DATA : B_END_CR;
+		break;
+	case B_DATA_CR:
+	case B_DATA_LF:
+		if (c != (b->st == B_DATA_CR ? '\r' : '\n'))
+			return body_fail(b, "chunk data not followed by CRLF");
+		b->st = b->st == B_DATA_CR ? B_DATA_LF : B_SIZE;
+		break;
+	case B_END_CR:
+		if (c != '\r')
+			return body_fail(b, is_tchar(c) ? "trailer fields are refused in a request body"
+							: "a chunked body not ended by CRLF");
+		b->st = B_END_LF;
+		break;
+	case B_END_LF:
+		if (c != '\n')
+			return body_fail(b, "a chunked body not ended by CRLF");
+		if (put_out(out, out_cap, at, "0\r\n\r\n", 5) < 0)
+			return body_fail(b, "no room for the body");
+		b->done = true;
+		break;
+	}
+	return 0;
+}
+
+static ssize_t feed_chunked(struct sl_http_body *b, const char *data, size_t len, char *out,
+			    size_t out_cap, size_t *ret_out_len)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len && !b->done) {
+		unsigned char c = (unsigned char)data[i];
+		ssize_t r;
+
+		if (b->st == B_DATA) {
+			size_t n = len - i < b->left ? len - i : (size_t)b->left;
+
+			if (put_chunk(out, out_cap, &o, data + i, n) < 0)
+				return body_fail(b, "no room for the body");
+			i += n;
+			b->left -= n;
+			if (b->left == 0)
+				b->st = B_DATA_CR;
+			continue;
+		}
+		/* Every other state takes one byte at a time. */
+		r = b->st == B_SIZE ? size_byte(b, c) : line_end_byte(b, c, out, out_cap, &o);
+		if (r < 0)
+			return r;
+		i++;
+	}
+	*ret_out_len = o;
+	return (ssize_t)i;
+}
+
 ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len, char *out,
 			  size_t out_cap, size_t *ret_out_len)
 {
-	size_t i = 0, o = 0;
+	size_t o = 0;
 
 	*ret_out_len = 0;
 	if (b->failed)
@@ -427,78 +547,7 @@ ssize_t sl_http_body_feed(struct sl_http_body *b, const char *data, size_t len, 
 		*ret_out_len = o;
 		return (ssize_t)n;
 	}
-	while (i < len && !b->done) {
-		unsigned char c = (unsigned char)data[i];
-		int h;
-
-		switch (b->st) {
-		case B_SIZE:
-			h = sl_hexval((unsigned char)c);
-			if (h >= 0) {
-				/* 16 digits hold any size; more only hide one. */
-				if (++b->digits > 16)
-					return body_fail(b, "a chunk size longer than 16 digits");
-				b->left = (b->left << 4) | (uint64_t)h;
-				i++;
-				break;
-			}
-			if (c == '\r' && b->digits) {
-				b->st = B_SIZE_LF;
-				i++;
-				break;
-			}
-			if (c == ';')
-				return body_fail(b, "chunk extensions are refused in a request body");
-			if (c == ' ' || c == '\t')
-				return body_fail(b, "whitespace in a chunk size line");
-			if (c == '\n')
-				return body_fail(b, "a bare LF in a chunk size line");
-			return body_fail(b, "an invalid character in a chunk size");
-		case B_SIZE_LF:
-			if (c != '\n')
-				return body_fail(b, "a bare CR in a chunk size line");
-			i++;
-			b->digits = 0;
-			b->st = b->left ? B_DATA : B_END_CR;
-			break;
-		case B_DATA: {
-			size_t n = len - i < b->left ? len - i : (size_t)b->left;
-
-			if (put_chunk(out, out_cap, &o, data + i, n) < 0)
-				return body_fail(b, "no room for the body");
-			i += n;
-			b->left -= n;
-			if (b->left == 0)
-				b->st = B_DATA_CR;
-			break;
-		}
-		case B_DATA_CR:
-		case B_DATA_LF:
-			if (c != (b->st == B_DATA_CR ? '\r' : '\n'))
-				return body_fail(b, "chunk data not followed by CRLF");
-			i++;
-			b->st = b->st == B_DATA_CR ? B_DATA_LF : B_SIZE;
-			break;
-		case B_END_CR:
-			if (c != '\r')
-				return body_fail(b, is_tchar(c)
-							? "trailer fields are refused in a request body"
-							: "a chunked body not ended by CRLF");
-			i++;
-			b->st = B_END_LF;
-			break;
-		case B_END_LF:
-			if (c != '\n')
-				return body_fail(b, "a chunked body not ended by CRLF");
-			i++;
-			if (put_out(out, out_cap, &o, "0\r\n\r\n", 5) < 0)
-				return body_fail(b, "no room for the body");
-			b->done = true;
-			break;
-		}
-	}
-	*ret_out_len = o;
-	return (ssize_t)i;
+	return feed_chunked(b, data, len, out, out_cap, ret_out_len);
 }
 
 bool sl_http_body_is_done(const struct sl_http_body *b)
