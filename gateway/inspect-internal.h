@@ -122,11 +122,14 @@ struct insp {
 
 /* inspect.c */
 void insp_wipe_uhead(struct insp *in);
+/* The connection, or the inspection in it, is on its way out. */
 bool insp_closing(const struct insp *in);
 int insp_client_flush(struct insp *in, bool close_after);
 int insp_client_write(struct insp *in, const void *p, size_t n);
 void insp_respond(struct insp *in, int status, const char *reason, const char *why);
 void insp_end_exchange(struct insp *in, bool reusable);
+/* Read and act on what the client sent, as far as the state allows;
+ * reentrant calls are folded into the running one. */
 void insp_drive_client(struct insp *in);
 
 /* inspect-request.c: a complete request head in in->cbuf, decided; on
@@ -140,15 +143,19 @@ void insp_drive_upstream(struct insp *in);
 /* inspect-upstream.c */
 /* The SSL_CTX's new-session callback: the session cache. */
 int insp_new_session(SSL *ssl, SSL_SESSION *sess);
+/* Plaintext to the origin, through its TLS. */
 int insp_up_write(struct up *up, const void *p, size_t n);
 void insp_up_close(struct up *up);
+/* libuv's callbacks for reading an upstream connection. */
 void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+/* An exchange is done with up: kept in the pool if it may be, else closed. */
 void insp_pool_put(struct up *up);
 /* in->up: from the pool (unless fresh), else a new connection; the head
  * goes once it is ready. */
 void insp_get_upstream(struct insp *in, bool fresh);
 
 /* inspect-tls.c */
+/* OpenSSL's last error, for a message. */
 const char *insp_tls_error(void);
 const struct sl_secret_value *insp_secret_by_name(const struct sl_gw_tls *t, const char *name);
