@@ -101,7 +101,7 @@ struct sl_secret_value;
 
 /*
  * Inspect TLS for hosts whose rules need it (methods, paths, a credential;
- * inspect.c): the sandbox's TLS ends at the gateway with a leaf from ca
+ * inspect*.c): the sandbox's TLS ends at the gateway with a leaf from ca
  * (borrowed: it must outlive the gateway), and origins are verified
  * against upstream_ca (a PEM file) or, when NULL, the system's trust
  * store. Without it, such hosts are refused.

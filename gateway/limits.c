@@ -13,7 +13,7 @@
 
 #include "gateway.h"
 
-/* Beyond two per connection: idle pooled origin connections (inspect.c's
+/* Beyond two per connection: idle pooled origin connections (inspect-upstream.c's
  * POOL_MAX, 32), DNS over TCP clients (dns.c's DNS_MAX_TCP, 64), and a
  * margin for the listeners, c-ares' sockets, the loop's own descriptors,
  * the audit log, the netlink watch, and connections accepted past the cap

@@ -3,7 +3,7 @@
  * What a request head may carry past a decision: method overrides,
  * credential headers on a host whose rule injects one, and the target the
  * origin is sent. Pure functions of the parsed head (http.h) and the rule,
- * shared by plain HTTP (conn.c) and inspected requests (inspect.c).
+ * shared by plain HTTP (conn.c) and inspected requests (inspect-request.c).
  *
  * Header names are compared as servers may read them: ASCII case ignored,
  * and '_' read as '-' (CGI, WSGI, Rack and PHP turn both into the same
