@@ -250,5 +250,7 @@ void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	/* A head has begun: its deadline, once, from now (slowloris). */
 	if (began)
 		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+	if (c->state == ST_IDLE)
+		conn_set_state(c, ST_HEAD);
 	conn_capture_classify(c);
 }

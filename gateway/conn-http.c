@@ -93,7 +93,7 @@ void conn_upstream_closed_next(uv_handle_t *h)
 
 	c->upstream_open = false;
 	if (--c->open_handles == 0) {
-		conn_free(c);
+		conn_last_handle_closed(c);
 		return;
 	}
 	if (c->state != ST_CLOSING)
@@ -118,10 +118,8 @@ static void end_exchange(struct conn *c)
 		conn_half_close(c, false);
 		return;
 	}
-	conn_write_audit(c);
-	c->audited = true;
+	conn_set_state(c, ST_DONE); /* audited; nothing runs until the upstream is closed */
 	c->n_exchanges++;
-	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->upstream, conn_upstream_closed_next);
 }
@@ -512,7 +510,7 @@ static void next_request(struct conn *c)
 	c->len = c->pipelined_len;
 	c->pipelined = NULL;
 	c->pipelined_len = 0;
-	c->state = ST_HEAD;
+	conn_set_state(c, c->len ? ST_HEAD : ST_IDLE);
 	/* Idle between requests is the idle limit; a started head has the
 	 * head deadline. */
 	conn_arm_timer(c, c->len ? c->gw->cfg.header_timeout_ms : c->gw->cfg.idle_timeout_ms);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "conn-state.h"
 #include "gateway-internal.h"
 #include "http.h"
 #include "policy.h"
@@ -21,16 +22,6 @@
 #define READ_CHUNK 65536
 #define HELLO_MAX (16384 + 5 + 4096)
 
-enum state {
-	ST_HEAD,       /* reading the request head */
-	ST_RESOLVING,  /* waiting for the resolver */
-	ST_CONNECTING, /* waiting for the upstream connect */
-	ST_PEEK,       /* CONNECT: reading the ClientHello before relaying */
-	ST_RELAY,      /* bytes flow both ways */
-	ST_INSPECT,    /* TLS ended here, requests decided inside (inspect.c) */
-	ST_RESPONDING, /* writing an error response, then closing */
-	ST_CLOSING,
-};
 
 struct conn {
 	struct sl_gw *gw;
@@ -110,9 +101,18 @@ struct conn {
 
 struct insp;
 
+/* Every change of c->state: aborts on one the table (conn-state.c) does
+ * not allow. Entering DONE (an exchange over, the connection kept) or
+ * CLOSED (the last handle closed) writes the exchange's record. */
+void conn_set_state(struct conn *c, enum state to);
 void conn_free(struct conn *c);
 void conn_write_audit(struct conn *c);
 void conn_close(struct conn *c);
+/* Close with no record: a refused peer has its own, rate-limited one
+ * (sl_gw_audit_refused_peer), and a broken audit log nowhere to go. */
+void conn_close_unaudited(struct conn *c);
+/* The last of c's handles has closed: CLOSED (the record), then freed. */
+void conn_last_handle_closed(struct conn *c);
 int conn_send_owned(struct conn *c, bool to_client, char *data, size_t len, bool close_after);
 int conn_send_copy(struct conn *c, bool to_client, const char *data, size_t len, bool close_after);
 void conn_respond_error(struct conn *c, int status, const char *reason, const char *why);

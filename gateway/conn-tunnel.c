@@ -48,8 +48,7 @@ static void tunnel_to_http(struct conn *c)
 	snprintf(c->pin_host, sizeof(c->pin_host), "%s", c->dec.host);
 	c->pin_port = c->port;
 	c->pinned = true;
-	conn_write_audit(c);
-	c->audited = true;
+	conn_set_state(c, ST_DONE); /* audited; nothing runs until the upstream is closed */
 	c->n_exchanges++;
 	c->is_connect = false;
 	c->inspect = false;
@@ -59,7 +58,6 @@ static void tunnel_to_http(struct conn *c)
 	c->pipelined_len = c->len;
 	c->buf = NULL;
 	c->len = 0;
-	c->state = ST_RESPONDING; /* nothing runs until the upstream is closed */
 	if (c->upstream_open) {
 		uv_close((uv_handle_t *)&c->upstream, conn_upstream_closed_next);
 		return;
@@ -266,7 +264,7 @@ void conn_tunnel_start(struct conn *c)
 			relay_with_peeked(c);
 			return;
 		}
-		c->state = ST_PEEK;
+		conn_set_state(c, ST_PEEK);
 		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
 		if (c->len)
 			peek_check(c);

@@ -53,6 +53,11 @@ void conn_free(struct conn *c)
 	sl_gw_maybe_free(gw);
 }
 
+/* The record of the exchange under way, unless it has one: the one
+ * writer. conn_set_state() calls it when an exchange ends (DONE) and when
+ * the connection does (CLOSED); inspect.c for each exchange inside its
+ * TLS. A path cannot skip the record (every connection ends in CLOSED) nor
+ * write it twice (c->audited says it is written). */
 void conn_write_audit(struct conn *c)
 {
 	struct sl_audit_record r = {
@@ -83,6 +88,9 @@ void conn_write_audit(struct conn *c)
 	};
 	char rule[96];
 
+	if (c->audited)
+		return;
+	c->audited = true;
 	if (c->decided && c->dec.rule)
 		r.rule = sl_rule_id(c->dec.rule, rule, sizeof(rule));
 	if (c->gw->audit)
@@ -90,18 +98,39 @@ void conn_write_audit(struct conn *c)
 	(void)sl_gw_audit_ok(c->gw);
 }
 
+void conn_set_state(struct conn *c, enum state to)
+{
+	conn_state_check(c->state, to);
+	c->state = to;
+	if (to == ST_DONE) {
+		conn_write_audit(c);
+	} else if (to == ST_CLOSED) {
+		/* A kept-alive connection that closes between requests has
+		 * nothing more to say: its exchanges were audited as each
+		 * ended. */
+		if (!(c->n_exchanges && !c->parsed && !c->len))
+			conn_write_audit(c);
+	}
+}
+
+void conn_close_unaudited(struct conn *c)
+{
+	c->audited = true;
+	conn_close(c);
+}
+
+void conn_last_handle_closed(struct conn *c)
+{
+	conn_set_state(c, ST_CLOSED);
+	conn_free(c);
+}
+
 static void handle_closed(uv_handle_t *h)
 {
 	struct conn *c = h->data;
 
-	if (--c->open_handles == 0) {
-		/* A kept-alive connection that closes between requests has
-		 * nothing more to say: its exchanges were audited as each
-		 * ended. */
-		if (!c->audited && !(c->n_exchanges && !c->parsed && !c->len))
-			conn_write_audit(c);
-		conn_free(c);
-	}
+	if (--c->open_handles == 0)
+		conn_last_handle_closed(c);
 }
 
 static void close_handle(struct conn *c, uv_handle_t *h)
@@ -114,7 +143,7 @@ void conn_close(struct conn *c)
 {
 	if (c->state == ST_CLOSING)
 		return;
-	c->state = ST_CLOSING;
+	conn_set_state(c, ST_CLOSING);
 	sl_gw_resolve_cancel(c->rreq);
 	c->rreq = NULL;
 	uv_timer_stop(&c->timer);
@@ -258,7 +287,7 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 		conn_close(c);
 		return;
 	}
-	c->state = ST_RESPONDING;
+	conn_set_state(c, ST_RESPONDING);
 	/* A lookup still running (the connect timeout fired while resolving)
 	 * must not connect once it completes: the answer is already sent. */
 	sl_gw_resolve_cancel(c->rreq);
@@ -276,6 +305,7 @@ static void timer_fired(uv_timer_t *t)
 	struct conn *c = t->data;
 
 	switch (c->state) {
+	case ST_IDLE:
 	case ST_HEAD:
 		if (c->captured && c->len == 0 && !c->n_exchanges) {
 			/* A protocol where the server speaks first (SMTP, a
@@ -308,8 +338,11 @@ static void timer_fired(uv_timer_t *t)
 		c->reason = "idle-timeout";
 		conn_close(c);
 		break;
+	case ST_NEW:
+	case ST_DONE:
 	case ST_RESPONDING:
 	case ST_CLOSING:
+	case ST_CLOSED:
 		conn_close(c);
 		break;
 	}
@@ -503,7 +536,7 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 
 void conn_start_relay(struct conn *c)
 {
-	c->state = ST_RELAY;
+	conn_set_state(c, ST_RELAY);
 	c->state_was_relay = true;
 	uv_timer_start(&c->timer, timer_fired, c->gw->cfg.idle_timeout_ms,
 		       c->gw->cfg.idle_timeout_ms);
@@ -545,7 +578,7 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	else
 		((struct sockaddr_in6 *)&to)->sin6_port = htons(c->port);
 
-	c->state = ST_CONNECTING;
+	conn_set_state(c, ST_CONNECTING);
 	r = uv_tcp_init(c->gw->loop, &c->upstream);
 	if (r < 0) {
 		conn_respond_error(c, 502, "connect-failed", "cannot create a socket");
@@ -678,8 +711,7 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	int r;
 
 	if (!sl_gw_audit_ok(c->gw)) {
-		c->audited = true;
-		conn_close(c);
+		conn_close_unaudited(c);
 		return;
 	}
 	conn_policy_refresh(c);
@@ -740,7 +772,7 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 		connect_first_permitted(c, &a);
 		return;
 	}
-	c->state = ST_RESOLVING;
+	conn_set_state(c, ST_RESOLVING);
 	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
 	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);
 	if (r < 0)
@@ -847,6 +879,8 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	 * the accept. */
 	if (began && c->n_exchanges)
 		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+	if (c->state == ST_IDLE)
+		conn_set_state(c, ST_HEAD);
 	conn_process_head(c);
 }
 
@@ -934,15 +968,13 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 							 ? NULL
 							 : (const struct sockaddr *)&peer)) {
 		sl_gw_audit_refused_peer(gw, "connect", c->client_addr[0] ? c->client_addr : "?");
-		c->audited = true;
-		conn_close(c);
+		conn_close_unaudited(c);
 		return;
 	}
 	/* The audit log cannot be written: nothing new is decided. Closed at
 	 * once, with no record (there is nowhere to write it). */
 	if (!sl_gw_audit_ok(gw)) {
-		c->audited = true;
-		conn_close(c);
+		conn_close_unaudited(c);
 		return;
 	}
 	if (gw->n_conns > gw->cfg.max_connections) {
@@ -951,7 +983,7 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		return;
 	}
 	uv_tcp_nodelay(&c->client, 1);
-	c->state = ST_HEAD;
+	conn_set_state(c, ST_HEAD);
 	if (captured) {
 		uv_os_fd_t fd;
 		socklen_t len = sizeof(c->orig);

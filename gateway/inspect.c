@@ -501,7 +501,7 @@ void conn_inspect_start(struct conn *c)
 	free(c->buf);
 	c->buf = NULL;
 	c->len = 0;
-	c->state = ST_INSPECT;
+	conn_set_state(c, ST_INSPECT);
 	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
 	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, client_read);
 	insp_drive_client(in);
