@@ -53,15 +53,29 @@ struct sl_gw {
 	bool audit_failed;
 	uv_timer_t fail_timer;
 	bool fail_timer_open;
+	/* Registered by gateway.c, so that gw-core.c, below every part that
+	 * calls it, calls nothing above it: free the gateway if it is shut
+	 * down and nothing is left open (sl_gw_maybe_free), and close every
+	 * connection once the log failed (fail_timer's callback). */
+	void (*maybe_free)(struct sl_gw *gw);
+	uv_timer_cb on_audit_failed;
 };
+
+/* gw-core.c: what every part of the gateway shares, calling none of them. */
 
 struct sl_gw_policy *sl_gw_policy_ref(struct sl_gw_policy *gp);
 void sl_gw_policy_unref(struct sl_gw_policy *gp);
+/* Free the gateway if it is shut down and nothing is left open: call it
+ * whenever a handle the gateway waits for has closed. */
+void sl_gw_maybe_free(struct sl_gw *gw);
+/* Read the host's addresses again, now; the old list stays on failure. */
+int sl_gw_local_load(struct sl_gw *gw);
+/* Audit, as one record, the refused peers the rate limit kept out. */
+void sl_gw_audit_refused_flush(struct sl_gw *gw, const char *event);
 
 /* conn.c */
 void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured);
 void sl_gw_conn_close_all(struct sl_gw *gw);
-void sl_gw_maybe_free(struct sl_gw *gw);
 
 /* dns.c: close every DNS handle and query (shutdown); whether any handle
  * is still open; free what is left once none is. */
