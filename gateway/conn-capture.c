@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/netfilter_ipv4.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,16 +64,20 @@ static const char *address_host(struct conn *c, char buf[static SL_DNS_NAME_BUF]
 }
 
 /* Neither SNI nor Host: the address's names decide. */
-void conn_decide_by_address(struct conn *c)
+static void decide_by_address(struct conn *c)
 {
 	char name[SL_DNS_NAME_BUF];
 	const char *host = address_host(c, name, false);
 
 	c->tunnel = true;
+	conn_use(c, CONN_TUNNEL);
 	conn_decide_and_go(c, host, strlen(host), NULL, 0);
 }
 
-bool conn_capture_decide_at_once(struct conn *c)
+/* Decide at once, before the client's first bytes, when the address's
+ * name is allowed on this port by a `protocol: tcp` rule (a server-first
+ * protocol need not wait out capture_wait_ms). */
+static bool decide_at_once(struct conn *c)
 {
 	char name[SL_DNS_NAME_BUF];
 	/* Only a protocol: tcp rule relays without looking at the bytes;
@@ -82,36 +87,9 @@ bool conn_capture_decide_at_once(struct conn *c)
 	if (!host)
 		return false;
 	c->tunnel = true;
+	conn_use(c, CONN_TUNNEL);
 	conn_decide_and_go(c, host, strlen(host), NULL, 0);
 	return true;
-}
-
-bool conn_capture_may_relay(struct conn *c)
-{
-	char why[SL_HOST_BUF + 200];
-	const char *reason = "not-http";
-
-	if (c->dec.rule && c->dec.rule->opaque)
-		return true; /* protocol: tcp */
-	if (c->tls_seen && c->sni[0])
-		return true; /* a hello whose SNI was decided */
-	if (c->tls_seen) {
-		/* The front end would pick the site by the Host inside, which
-		 * nobody decided. */
-		reason = "no-sni";
-		snprintf(why, sizeof(why),
-			 "%s:%u: a TLS ClientHello without a server name is refused (it could "
-			 "reach any site behind the address)",
-			 c->dec.host, c->port);
-	} else {
-		snprintf(why, sizeof(why),
-			 "%s:%u carries HTTP or TLS only: %s; a rule with 'protocol: tcp' for the "
-			 "port relays other protocols",
-			 c->dec.host, c->port,
-			 c->len ? "this is neither" : "the client sent nothing (server-first)");
-	}
-	conn_respond_error(c, 403, reason, why);
-	return false;
 }
 
 /* A captured plain-HTTP request: origin-form target, Host names the host,
@@ -123,6 +101,7 @@ static void handle_captured_head(struct conn *c, const struct sl_http_request *r
 	size_t host_len, n_host;
 	uint16_t hport;
 
+	conn_use(c, CONN_HTTP); /* forwarded, and kept alive, as plain HTTP */
 	c->parsed = true;
 	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
 	if (sl_http_span_eq(&r->method, "CONNECT")) {
@@ -143,7 +122,9 @@ static void handle_captured_head(struct conn *c, const struct sl_http_request *r
 	conn_decide_and_go(c, host, host_len, c->path, strlen(c->path));
 }
 
-void conn_capture_classify(struct conn *c)
+/* What the client sent first, as it arrives in c->buf: a ClientHello is
+ * decided by its SNI, HTTP by its Host, anything else by the address. */
+static void capture_head(struct conn *c)
 {
 	size_t skip;
 	enum sl_flight f = sl_first_flight(c->buf, c->len, &skip);
@@ -163,6 +144,7 @@ void conn_capture_classify(struct conn *c)
 		uv_read_stop((uv_stream_t *)&c->client);
 		uv_timer_stop(&c->timer);
 		c->tunnel = true;
+		conn_use(c, CONN_TUNNEL);
 		if (r < 0) {
 			c->refused = true;
 			c->reason = "bad-client-hello";
@@ -177,7 +159,7 @@ void conn_capture_classify(struct conn *c)
 		if (h.sni[0])
 			conn_decide_and_go(c, h.sni, strlen(h.sni), NULL, 0);
 		else
-			conn_decide_by_address(c);
+			decide_by_address(c);
 		return;
 	}
 	switch (f) {
@@ -214,43 +196,53 @@ void conn_capture_classify(struct conn *c)
 		 * address's name carries it (conn_capture_may_relay). */
 		uv_read_stop((uv_stream_t *)&c->client);
 		uv_timer_stop(&c->timer);
-		conn_decide_by_address(c);
+		decide_by_address(c);
 		return;
 	}
 }
 
-void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* Accepted on the capture listener: where was the client going? */
+static void capture_start(struct conn *c)
 {
-	struct conn *c = s->data;
-	size_t cap = c->gw->cfg.max_header_bytes + 1 > HELLO_MAX ? c->gw->cfg.max_header_bytes + 1
-								 : HELLO_MAX;
-	bool began;
+	uv_os_fd_t fd;
+	socklen_t len = sizeof(c->orig);
 
-	if (nread <= 0) {
-		free(buf->base);
-		if (nread < 0) {
-			c->refused = true;
-			c->reason = c->len ? "incomplete-request" : "no-request";
-			conn_close(c);
-		}
-		return;
-	}
-	/* Only the head (or hello) is capped: a read may bring a head and
-	 * the start of its body, which must reach the origin whole. */
-	if (c->len > cap) {
-		free(buf->base);
-		conn_respond_error(c, 431, "header-too-large", "request head too large");
-		return;
-	}
-	began = c->len == 0;
-	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
+	/* The destination the sandbox's nftables redirected away from; this
+	 * socket lives in the sandbox's namespace, where the NAT happened,
+	 * so its conntrack can answer. */
+	c->captured = true;
+	if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0 ||
+	    getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &c->orig, &len) < 0 ||
+	    c->orig.sin_family != AF_INET) {
+		c->refused = true;
+		c->reason = "no-original-destination";
 		conn_close(c);
 		return;
 	}
-	/* A head has begun: its deadline, once, from now (slowloris). */
-	if (began)
-		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
-	if (c->state == ST_IDLE)
-		conn_set_state(c, ST_HEAD);
-	conn_capture_classify(c);
+	inet_ntop(AF_INET, &c->orig.sin_addr, c->orig_str, sizeof(c->orig_str));
+	c->port = ntohs(c->orig.sin_port);
+	if (decide_at_once(c))
+		return;
+	conn_arm_timer(c, c->gw->cfg.capture_wait_ms);
+	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
 }
+
+/* Nothing came within capture_wait_ms: a protocol where the server speaks
+ * first (SMTP, a database), decided by address. Not a kept-alive HTTP
+ * connection between requests: it said what it carries, and goes as plain
+ * HTTP does. */
+static bool capture_timer(struct conn *c)
+{
+	if (c->state != ST_HEAD || c->len || c->n_exchanges)
+		return false;
+	uv_read_stop((uv_stream_t *)&c->client);
+	decide_by_address(c);
+	return true;
+}
+
+const struct conn_handler conn_capture_handler = {
+	.name = "capture",
+	.start = capture_start,
+	.head = capture_head,
+	.timer = capture_timer,
+};

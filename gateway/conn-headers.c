@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "conn-headers.h"
 #include "conn-internal.h"
+#include "macro.h"
 #include "reqhead.h"
 
 void conn_policy_refresh(struct conn *c)
@@ -70,4 +72,40 @@ int conn_plain_head_check(struct conn *c)
 		c->path = target;
 	}
 	return 0;
+}
+
+bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
+{
+	static const char *const always[] = {
+	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
+	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
+	const struct sl_http_span *conn_hdr;
+	size_t i;
+
+	for (i = 0; i < ELEMENTSOF(always); i++)
+		if (sl_http_span_caseeq(name, always[i]))
+			return true;
+	/* Headers the client listed in Connection are hop-by-hop too; never
+	 * those that frame or route a message (a request naming them is
+	 * refused; a response is framed as its origin framed it). */
+	if (sl_http_span_caseeq(name, "content-length") ||
+	    sl_http_span_caseeq(name, "transfer-encoding") || sl_http_span_caseeq(name, "host"))
+		return false;
+	conn_hdr = sl_http_header(r, "connection", NULL);
+	if (conn_hdr) {
+		const char *p = conn_hdr->p, *end = conn_hdr->p + conn_hdr->len;
+
+		while (p < end) {
+			const char *tok;
+
+			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			tok = p;
+			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+				p++;
+			if ((size_t)(p - tok) == name->len && !strncasecmp(tok, name->p, name->len))
+				return true;
+		}
+	}
+	return false;
 }

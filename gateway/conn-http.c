@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Plain HTTP through the gateway: the request forwarded with only its own
- * body (nothing after it reaches the origin undecided), the response head
- * rewritten for our hop, its end found, and the next request on a
- * kept-alive connection decided from scratch.
+ * Plain HTTP through the gateway, the explicit proxy's way in: the request
+ * head parsed (a CONNECT handed to the tunnel handler; inside a tunnel
+ * that carries plain HTTP, held to its host), the request forwarded with
+ * only its own body (nothing after it reaches the origin undecided), the
+ * response head rewritten for our hop, its end found, so that the core can
+ * read the next request on a kept-alive connection, decided from scratch.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,15 +14,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "conn-headers.h"
 #include "conn-internal.h"
 #include "macro.h"
 #include "reqhead.h"
 
-static void next_request(struct conn *c);
-
 /* The request body's framing broke (a bad chunk size): refuse with 400 if
  * the origin's answer has not started reaching the client, else just end. */
-void conn_body_error(struct conn *c)
+static void body_error(struct conn *c)
 {
 	if (!c->bytes_down) {
 		char why[160];
@@ -38,7 +39,7 @@ void conn_body_error(struct conn *c)
 /* Feed the request body's bytes in p[0..n): what belongs to the body goes
  * to the origin framed by us, never as the client framed it. Returns how
  * many of the n bytes were the body's, or -1 when c was refused or closed. */
-ssize_t conn_body_forward(struct conn *c, const char *p, size_t n)
+static ssize_t body_forward(struct conn *c, const char *p, size_t n)
 {
 	size_t cap = n + SL_HTTP_BODY_SLACK, olen = 0;
 	char *out = malloc(cap);
@@ -51,7 +52,7 @@ ssize_t conn_body_forward(struct conn *c, const char *p, size_t n)
 	k = sl_http_body_feed(&c->body, p, n, out, cap, &olen);
 	if (k < 0) {
 		free(out);
-		conn_body_error(c);
+		body_error(c);
 		return -1;
 	}
 	c->body_done = sl_http_body_is_done(&c->body);
@@ -70,7 +71,7 @@ ssize_t conn_body_forward(struct conn *c, const char *p, size_t n)
 /* The client's bytes after this request's body: the next request, kept
  * whole (a head and part of its body can come in one read); the head's
  * own cap applies when it is parsed. */
-int conn_keep_pipelined(struct conn *c, const char *p, size_t n)
+static int keep_pipelined(struct conn *c, const char *p, size_t n)
 {
 	char *grown;
 
@@ -83,21 +84,6 @@ int conn_keep_pipelined(struct conn *c, const char *p, size_t n)
 	c->pipelined = grown;
 	c->pipelined_len += n;
 	return 0;
-}
-
-/* A kept-alive exchange's upstream connection is closed: the next request
- * on the client's connection may begin (it needs the handle again). */
-void conn_upstream_closed_next(uv_handle_t *h)
-{
-	struct conn *c = h->data;
-
-	c->upstream_open = false;
-	if (--c->open_handles == 0) {
-		conn_last_handle_closed(c);
-		return;
-	}
-	if (c->state != ST_CLOSING)
-		next_request(c);
 }
 
 /* The response is complete. With keep-alive, audit this exchange and make
@@ -304,44 +290,6 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 	return response_body(c, p, n);
 }
 
-/* ---- connect ---- */
-
-bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
-{
-	static const char *const always[] = {
-	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
-	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
-	const struct sl_http_span *conn_hdr;
-	size_t i;
-
-	for (i = 0; i < ELEMENTSOF(always); i++)
-		if (sl_http_span_caseeq(name, always[i]))
-			return true;
-	/* Headers the client listed in Connection are hop-by-hop too; never
-	 * those that frame or route a message (a request naming them is
-	 * refused; a response is framed as its origin framed it). */
-	if (sl_http_span_caseeq(name, "content-length") ||
-	    sl_http_span_caseeq(name, "transfer-encoding") || sl_http_span_caseeq(name, "host"))
-		return false;
-	conn_hdr = sl_http_header(r, "connection", NULL);
-	if (conn_hdr) {
-		const char *p = conn_hdr->p, *end = conn_hdr->p + conn_hdr->len;
-
-		while (p < end) {
-			const char *tok;
-
-			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			tok = p;
-			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-				p++;
-			if ((size_t)(p - tok) == name->len && !strncasecmp(tok, name->p, name->len))
-				return true;
-		}
-	}
-	return false;
-}
-
 /* The head we send to the origin: origin-form target, the client's end-to-
  * end headers, and "Connection: close" so the origin ends the exchange. */
 static int build_forward_head(struct conn *c, const struct sl_http_request *r, char **ret,
@@ -397,7 +345,7 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 }
 
 /* Plain HTTP: bytes (or the end) from the origin. */
-void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
+static void http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
 {
 	uv_stream_t *s = (uv_stream_t *)&c->upstream;
 
@@ -426,7 +374,7 @@ void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
 		conn_maybe_pause(c, false);
 }
 
-void conn_http_start(struct conn *c)
+static void http_connected(struct conn *c)
 {
 	struct sl_http_request r;
 	int st = 0;
@@ -455,16 +403,16 @@ void conn_http_start(struct conn *c)
 	c->body_done = sl_http_body_is_done(&c->body);
 	rest = c->len - r.head_len;
 	if (rest && !c->body_done) {
-		ssize_t k = conn_body_forward(c, c->buf + r.head_len, rest);
+		ssize_t k = body_forward(c, c->buf + r.head_len, rest);
 
 		if (k < 0)
 			return;
 		if (c->body_done &&
-		    conn_keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
+		    keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
 			conn_close(c);
 			return;
 		}
-	} else if (rest && conn_keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
+	} else if (rest && keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
 		conn_close(c);
 		return;
 	}
@@ -476,54 +424,220 @@ void conn_http_start(struct conn *c)
 	conn_start_relay(c);
 }
 
-/* Forget the finished exchange; keep the connection's own state. */
-static void reset_exchange(struct conn *c)
-{
-	free(c->path);
-	c->path = NULL;
-	free(c->rbuf);
-	c->rbuf = NULL;
-	c->rlen = 0;
-	c->parsed = c->decided = c->refused = c->audited = false;
-	c->reason = NULL;
-	c->status = 0;
-	c->status_seen = false;
-	c->bytes_up = c->bytes_down = 0;
-	c->start_wall_ms = sl_audit_now_ms();
-	c->start_loop_ms = uv_now(c->gw->loop);
-	c->body_active = c->body_done = false;
-	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
-	c->client_eof = c->upstream_eof = false;
-	c->client_paused = c->upstream_paused = false;
-	c->tunnel = c->tls_seen = false;
-	c->sni[0] = '\0';
-	memset(&c->resp, 0, sizeof(c->resp));
-}
+/* ---- the request head ---- */
 
-/* The next request on a kept-alive connection: decided on its own, from
- * scratch, starting with whatever the client had already pipelined. */
-static void next_request(struct conn *c)
+static void handle_head(struct conn *c, const struct sl_http_request *r)
 {
-	reset_exchange(c);
-	free(c->buf);
-	c->buf = c->pipelined;
-	c->len = c->pipelined_len;
-	c->pipelined = NULL;
-	c->pipelined_len = 0;
-	conn_set_state(c, c->len ? ST_HEAD : ST_IDLE);
-	/* Idle between requests is the idle limit; a started head has the
-	 * head deadline. */
-	conn_arm_timer(c, c->len ? c->gw->cfg.header_timeout_ms : c->gw->cfg.idle_timeout_ms);
-	if (c->len) {
-		conn_process_head(c);
-		if (c->state != ST_HEAD)
+	const char *why = NULL;
+
+	c->parsed = true;
+	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
+	c->is_connect = sl_http_span_eq(&r->method, "CONNECT");
+	c->tunnel = c->is_connect;
+
+	if (c->is_connect) {
+		const char *host;
+		size_t host_len;
+
+		if (sl_host_split(r->target.p, r->target.len, &host, &host_len, &c->port, &why) <
+			0 ||
+		    c->port == 0) {
+			conn_respond_error(c, 400, "bad-request",
+					   why ? why : "CONNECT needs host:port");
 			return;
+		}
+		conn_use(c, CONN_TUNNEL);
+		conn_decide_and_go(c, host, host_len, NULL, 0);
+		return;
 	}
-	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb,
-		      c->captured ? conn_capture_read : conn_head_read);
+
+	{
+		struct sl_http_url u;
+		const struct sl_http_span *hh;
+		size_t n_host;
+
+		if (sl_http_parse_url(&r->target, &u, &why) < 0) {
+			conn_respond_error(c, 400, "bad-request", why);
+			return;
+		}
+		c->port = u.port;
+		c->path = strndup(u.path.p, u.path.len);
+		if (!c->path) {
+			conn_close(c);
+			return;
+		}
+		/* A Host header that names another host than the URL is
+		 * virtual-host fronting: the origin would serve the Host. */
+		hh = sl_http_header(r, "host", &n_host);
+		if (hh) {
+			const char *h1, *h2;
+			size_t l1, l2;
+			uint16_t p1, p2;
+			char n1[SL_HOST_BUF], n2[SL_HOST_BUF];
+			enum sl_host_kind k1, k2;
+
+			if (sl_host_split(hh->p, hh->len, &h1, &l1, &p1, &why) < 0 ||
+			    sl_host_split(u.host.p, u.host.len, &h2, &l2, &p2, &why) < 0 ||
+			    sl_host_normalize(h1, l1, n1, &k1, NULL) < 0 ||
+			    sl_host_normalize(h2, l2, n2, &k2, NULL) < 0 || strcmp(n1, n2) != 0 ||
+			    (p1 ? p1 : 80) != u.port) {
+				conn_respond_error(
+				    c, 400, "host-mismatch",
+				    "the Host header does not match the request target");
+				return;
+			}
+		}
+		conn_decide_and_go(c, u.host.p, u.host.len, c->path, strlen(c->path));
+	}
 }
 
-void conn_next_request(struct conn *c)
+/* A request inside a tunnel that carries plain HTTP: origin-form, or
+ * absolute-form naming the tunnel's host; its Host must name that host
+ * (and port, if it gives one). Then it is decided with its method and
+ * path, as plain HTTP is. */
+static void pinned_head(struct conn *c, const struct sl_http_request *r)
 {
-	next_request(c);
+	const struct sl_http_span *hh;
+	const char *host, *why = NULL;
+	size_t host_len, n_host;
+	uint16_t hport;
+	char norm[SL_HOST_BUF], msg[SL_HOST_BUF + 128];
+	enum sl_host_kind kind;
+
+	c->parsed = true;
+	c->port = c->pin_port;
+	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
+	if (sl_http_span_eq(&r->method, "CONNECT")) {
+		conn_respond_error(c, 400, "bad-request", "CONNECT inside a tunnel");
+		return;
+	}
+	if (r->target.len && r->target.p[0] == '/') {
+		c->path = strndup(r->target.p, r->target.len);
+	} else {
+		struct sl_http_url u;
+
+		if (sl_http_parse_url(&r->target, &u, &why) < 0) {
+			conn_respond_error(c, 400, "bad-request", why);
+			return;
+		}
+		if (sl_host_normalize(u.host.p, u.host.len, norm, &kind, NULL) < 0 ||
+		    strcmp(norm, c->pin_host) != 0 || u.port != c->pin_port) {
+			snprintf(msg, sizeof(msg),
+				 "the request target names another host than the tunnel's %s:%u",
+				 c->pin_host, c->pin_port);
+			conn_respond_error(c, 400, "host-mismatch", msg);
+			return;
+		}
+		c->path = strndup(u.path.p, u.path.len);
+	}
+	if (!c->path) {
+		conn_close(c);
+		return;
+	}
+	hh = sl_http_header(r, "host", &n_host);
+	if (!hh || n_host != 1 ||
+	    sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0) {
+		conn_respond_error(c, 400, "bad-request",
+				   why ? why : "a request without exactly one Host header");
+		return;
+	}
+	if (sl_host_normalize(host, host_len, norm, &kind, NULL) < 0)
+		norm[0] = '\0';
+	if (strcmp(norm, c->pin_host) != 0 || (hport && hport != c->pin_port)) {
+		/* Audited with the host it named: refused before any rule. */
+		memset(&c->dec, 0, sizeof(c->dec));
+		snprintf(c->dec.host, sizeof(c->dec.host), "%s", norm);
+		c->decided = norm[0] != '\0';
+		snprintf(msg, sizeof(msg), "the Host header names another host than the tunnel's %s:%u",
+			 c->pin_host, c->pin_port);
+		conn_respond_error(c, 403, "host-mismatch", msg);
+		return;
+	}
+	conn_decide_and_go(c, c->pin_host, strlen(c->pin_host), c->path, strlen(c->path));
 }
+
+/* The explicit proxy's request head, as it arrives in c->buf. */
+static void http_head(struct conn *c)
+{
+	struct sl_http_request r;
+	const char *why = NULL;
+	int status = 0, k;
+
+	k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status, &why);
+	if (k == 0)
+		return;
+	if (k < 0) {
+		conn_respond_error(c, status, status == 431 ? "header-too-large" : "bad-request",
+				   why);
+		return;
+	}
+	uv_read_stop((uv_stream_t *)&c->client);
+	uv_timer_stop(&c->timer);
+	if (c->pinned)
+		pinned_head(c, &r); /* plain HTTP inside a CONNECT */
+	else
+		handle_head(c, &r);
+}
+
+/* Accepted on the proxy's listener: the head's deadline runs from now. */
+static void http_start(struct conn *c)
+{
+	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
+}
+
+/* Allowed: what only a plain request's head can say. */
+static bool http_decided(struct conn *c)
+{
+	char why[SL_HOST_BUF + 96];
+
+	if (c->dec.rule && c->dec.rule->has_inject) {
+		/* A credential goes only over TLS that we verify. */
+		snprintf(why, sizeof(why),
+			 "%s carries a credential, which is only sent over TLS: use https://",
+			 c->dec.host);
+		conn_respond_error(c, 403, "credential-needs-tls", why);
+		return false;
+	}
+	return conn_plain_head_check(c) == 0;
+}
+
+/* Relayed bytes from the client: only the request's own body goes on,
+ * framed by us: whatever follows it would reach the origin as a request
+ * nobody decided, and the client's framing is the client's to bend. */
+static bool http_client_bytes(struct conn *c, char *p, size_t n)
+{
+	ssize_t k;
+
+	if (!c->body_active)
+		return false;
+	k = body_forward(c, p, n);
+	if (k < 0) {
+		free(p);
+		return true;
+	}
+	if (c->body_done) {
+		uv_read_stop((uv_stream_t *)&c->client);
+		/* The next request, pipelined: kept for when this exchange
+		 * is over, to be decided on its own. */
+		if (keep_pipelined(c, p + k, n - (size_t)k) < 0) {
+			free(p);
+			conn_close(c);
+			return true;
+		}
+	}
+	free(p);
+	if (c->state == ST_RELAY)
+		conn_maybe_pause(c, true);
+	return true;
+}
+
+const struct conn_handler conn_http_handler = {
+	.name = "http",
+	.start = http_start,
+	.head = http_head,
+	.decided = http_decided,
+	.connected = http_connected,
+	.client_bytes = http_client_bytes,
+	.upstream_read = http_upstream_read,
+};

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One proxy connection, shared by the files that handle it: conn.c (its
- * lifetime, writes, timers, relay, connect, decide, the proxy's request
- * head, accept), conn-http.c (plain HTTP: forwarding, bodies, responses,
- * keep-alive), conn-tunnel.c (CONNECT and the ClientHello check) and
- * conn-capture.c (transparent capture). Not part of the gateway's API.
+ * One proxy connection, shared by the files that handle it. The core:
+ * conn.c (accept, lifetime and state, writes, timers, reading heads, the
+ * relay, the next request, the audit record) and above it conn-decide.c
+ * (decide, resolve, connect); conn-headers.c (request-head checks) between
+ * the two. The handlers, one per way in, above the core: conn-http.c
+ * (plain HTTP: the proxy's requests, bodies, responses, keep-alive),
+ * conn-tunnel.c (CONNECT and the ClientHello check, opaque relays),
+ * conn-capture.c (transparent capture), conn-inspect.c (inspect.c's
+ * entry). The arrows run one way: core <- handlers <- gateway.c.
+ * docs/architecture.md, "A connection", draws it. Not the gateway's API.
  */
 #pragma once
 
@@ -22,12 +27,41 @@
 #define READ_CHUNK 65536
 #define HELLO_MAX (16384 + 5 + 4096)
 
+/* The ways in (struct conn_handler, below). */
+enum conn_way {
+	CONN_HTTP,
+	CONN_TUNNEL,
+	CONN_CAPTURE,
+	CONN_INSPECT,
+};
 
+/*
+ * Where the connection is, is c->state (conn-state.h) and c->handler; the
+ * booleans that remain are facts, mostly for the audit record, and none
+ * of them says where it is:
+ * - is_connect, captured, tunnel, tls_seen, inspect, pinned: what the
+ *   connection is (how it came, what it carries, what was decided for
+ *   it), which the record reports and the handlers branch on; they do not
+ *   change where it goes next (the handler and the state do).
+ * - parsed, decided, refused: what is known of this exchange, for the
+ *   record (method and path, the decision, a deny the policy did not say).
+ * - audited: this exchange's record is written (or it has none, as a
+ *   refused peer's); the one writer, conn_write_audit(), sets it, so
+ *   conn_set_state()'s DONE and CLOSED cannot double it.
+ * - body_active, body_done, resp_head_done, keep_alive, client_keep_alive,
+ *   head_request: the framing of the plain-HTTP message in RELAY (where
+ *   the body ends, whether the response allows another request), which
+ *   http.c's parsers report; state_was_relay and status_seen: history.
+ * - upstream_open, client_eof, upstream_eof, *_paused: the handles' and
+ *   each direction's condition (half-close, backpressure), below states.
+ */
 struct conn {
 	struct sl_gw *gw;
 	struct conn *prev, *next;
 	struct sl_gw_policy *pol;
-	enum state state;
+	enum state state;			 /* changed by conn_set_state() only */
+	const struct conn_handler *handler; /* the way in at work now */
+	enum conn_way way_in;		 /* the one that reads the next request */
 
 	uv_tcp_t client;
 	uv_tcp_t upstream;
@@ -101,10 +135,59 @@ struct conn {
 
 struct insp;
 
+/*
+ * A way in: explicit HTTP (the proxy's requests, conn-http.c), a CONNECT
+ * tunnel or a captured non-HTTP connection relayed opaque (conn-tunnel.c),
+ * capture (conn-capture.c: the first bytes say which of the others it
+ * is), inspection (conn-inspect.c, inspect.c). The core (conn.c,
+ * conn-decide.c) calls the connection's handler through c->handler and
+ * names none of them; gateway.c registers them (sl_gw.conn_ways). A NULL
+ * op is the core's default, or never called for that handler.
+ */
+struct conn_handler {
+	const char *name;
+	/* c is this handler's from now on: accepted (the way in), or handed
+	 * over (conn_hand_to). */
+	void (*start)(struct conn *c);
+	/* More of a request head, or of the first bytes, is in c->buf. */
+	void (*head)(struct conn *c);
+	/* The policy allowed c: true to resolve and connect, false when the
+	 * handler answered or took the connection on itself. */
+	bool (*decided)(struct conn *c);
+	/* The upstream is connected. */
+	void (*connected)(struct conn *c);
+	/* Relayed bytes from the client (p malloc'd, n > 0): true when the
+	 * handler took them; false, the core forwards them as they are. */
+	bool (*client_bytes)(struct conn *c, char *p, size_t n);
+	/* Relayed bytes (or the end, nread < 0) from the upstream, instead of
+	 * the core's relay. */
+	void (*upstream_read)(struct conn *c, ssize_t nread, const uv_buf_t *buf);
+	/* A write to the client is done (instead of resuming the relay). */
+	void (*written)(struct conn *c);
+	/* The timer fired: true when the handler dealt with it. */
+	bool (*timer)(struct conn *c);
+	/* conn_close() is under way; conn_free() is. */
+	void (*close)(struct conn *c);
+	void (*free)(struct conn *c);
+};
+
+extern const struct conn_handler conn_http_handler;
+extern const struct conn_handler conn_tunnel_handler;
+extern const struct conn_handler conn_capture_handler;
+extern const struct conn_handler conn_inspect_handler;
+
+/* ---- conn.c: the core ---- */
+
 /* Every change of c->state: aborts on one the table (conn-state.c) does
  * not allow. Entering DONE (an exchange over, the connection kept) or
  * CLOSED (the last handle closed) writes the exchange's record. */
 void conn_set_state(struct conn *c, enum state to);
+/* c's handler from now on is way's; conn_hand_to also starts it. */
+void conn_use(struct conn *c, enum conn_way way);
+void conn_hand_to(struct conn *c, enum conn_way way);
+/* The handler that reads c's next request (a tunnel that carries plain
+ * HTTP reads them as the proxy's). */
+void conn_set_way_in(struct conn *c, enum conn_way way);
 void conn_free(struct conn *c);
 void conn_write_audit(struct conn *c);
 void conn_close(struct conn *c);
@@ -122,44 +205,33 @@ int conn_buf_append(struct conn *c, const uv_buf_t *buf, size_t n);
 void conn_maybe_pause(struct conn *c, bool client);
 void conn_half_close(struct conn *c, bool from_client);
 void conn_start_relay(struct conn *c);
-void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
-			size_t path_len);
+/* The read callback of a request head (or first bytes): gathers c->buf,
+ * then the handler's head op (conn_process_head). */
 void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 void conn_process_head(struct conn *c);
-void conn_body_error(struct conn *c);
-int conn_keep_pipelined(struct conn *c, const char *p, size_t n);
-ssize_t conn_body_forward(struct conn *c, const char *p, size_t n);
-void conn_http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf);
-void conn_http_start(struct conn *c);
 /* A kept-alive exchange is over and its upstream closed: read, decide and
- * go on with the next request (c->pipelined first). */
+ * go on with the next request (c->pipelined first), by c's way in. */
 void conn_next_request(struct conn *c);
 /* The close callback of an exchange's upstream handle: then the next
  * request (conn_next_request), unless the connection is closing. */
 void conn_upstream_closed_next(uv_handle_t *h);
-void conn_tunnel_start(struct conn *c);
-/* A request head inside a tunnel that carries plain HTTP (c->pinned). */
-void conn_tunnel_http_head(struct conn *c, const struct sl_http_request *r);
-/* Captured, and not inspected: may the decided connection carry what the
- * client sent (or will send)? Refuses it (and returns false) if not. */
-bool conn_capture_may_relay(struct conn *c);
-/* Captured: decide at once, before the client's first bytes, when the
- * address's name is allowed on this port by a `protocol: tcp` rule (a
- * server-first protocol need not wait out capture_wait_ms). */
-bool conn_capture_decide_at_once(struct conn *c);
-void conn_decide_by_address(struct conn *c);
-void conn_capture_classify(struct conn *c);
-void conn_capture_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 const char *conn_status_text(int status);
 /* The gateway's own answer: status, a one-line plain-text reason, and
  * Connection: close. Its length (*ret malloc'd), or -1. */
 int conn_error_response(int status, const char *why, char **ret);
+
+/* ---- conn-decide.c: decide -> resolve -> connect ---- */
+
+void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
+			size_t path_len);
 /* The first of a's addresses the policy lets us reach (never the gateway
  * host's own, never a special range the policy does not list); NULL with
  * *ret_refused saying why the last one was refused. */
 const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
 					 const char **ret_refused);
 void conn_literal_addrs(enum sl_host_kind kind, const char *host, struct sl_gw_addrs *a);
+
+/* conn-headers.c: headers that are the hop's, not the message's. */
 bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name);
 
 /* inspect.c: TLS ended here. start: c is decided (c->dec, inspect) and

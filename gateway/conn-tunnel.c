@@ -48,6 +48,7 @@ static void tunnel_to_http(struct conn *c)
 	snprintf(c->pin_host, sizeof(c->pin_host), "%s", c->dec.host);
 	c->pin_port = c->port;
 	c->pinned = true;
+	conn_set_way_in(c, CONN_HTTP); /* its requests are read as the proxy's */
 	conn_set_state(c, ST_DONE); /* audited; nothing runs until the upstream is closed */
 	c->n_exchanges++;
 	c->is_connect = false;
@@ -63,71 +64,6 @@ static void tunnel_to_http(struct conn *c)
 		return;
 	}
 	conn_next_request(c);
-}
-
-/* A request inside a tunnel that carries plain HTTP: origin-form, or
- * absolute-form naming the tunnel's host; its Host must name that host
- * (and port, if it gives one). Then it is decided with its method and
- * path, as plain HTTP is. */
-void conn_tunnel_http_head(struct conn *c, const struct sl_http_request *r)
-{
-	const struct sl_http_span *hh;
-	const char *host, *why = NULL;
-	size_t host_len, n_host;
-	uint16_t hport;
-	char norm[SL_HOST_BUF], msg[SL_HOST_BUF + 128];
-	enum sl_host_kind kind;
-
-	c->parsed = true;
-	c->port = c->pin_port;
-	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
-	if (sl_http_span_eq(&r->method, "CONNECT")) {
-		conn_respond_error(c, 400, "bad-request", "CONNECT inside a tunnel");
-		return;
-	}
-	if (r->target.len && r->target.p[0] == '/') {
-		c->path = strndup(r->target.p, r->target.len);
-	} else {
-		struct sl_http_url u;
-
-		if (sl_http_parse_url(&r->target, &u, &why) < 0) {
-			conn_respond_error(c, 400, "bad-request", why);
-			return;
-		}
-		if (sl_host_normalize(u.host.p, u.host.len, norm, &kind, NULL) < 0 ||
-		    strcmp(norm, c->pin_host) != 0 || u.port != c->pin_port) {
-			snprintf(msg, sizeof(msg),
-				 "the request target names another host than the tunnel's %s:%u",
-				 c->pin_host, c->pin_port);
-			conn_respond_error(c, 400, "host-mismatch", msg);
-			return;
-		}
-		c->path = strndup(u.path.p, u.path.len);
-	}
-	if (!c->path) {
-		conn_close(c);
-		return;
-	}
-	hh = sl_http_header(r, "host", &n_host);
-	if (!hh || n_host != 1 ||
-	    sl_host_split(hh->p, hh->len, &host, &host_len, &hport, &why) < 0) {
-		conn_respond_error(c, 400, "bad-request",
-				   why ? why : "a request without exactly one Host header");
-		return;
-	}
-	if (sl_host_normalize(host, host_len, norm, &kind, NULL) < 0)
-		norm[0] = '\0';
-	if (strcmp(norm, c->pin_host) != 0 || (hport && hport != c->pin_port)) {
-		/* Audited with the host it named: refused before any rule. */
-		memset(&c->dec, 0, sizeof(c->dec));
-		snprintf(c->dec.host, sizeof(c->dec.host), "%s", norm);
-		c->decided = norm[0] != '\0';
-		snprintf(msg, sizeof(msg), "the Host header names another host than the tunnel's %s:%u",
-			 c->pin_host, c->pin_port);
-		conn_respond_error(c, 403, "host-mismatch", msg);
-		return;
-	}
-	conn_decide_and_go(c, c->pin_host, strlen(c->pin_host), c->path, strlen(c->path));
 }
 
 /* Refuse what the client sent first through the tunnel, and why. */
@@ -200,7 +136,7 @@ static void peek_check(struct conn *c)
 		return;
 	}
 	if (c->inspect) {
-		conn_inspect_start(c);
+		conn_hand_to(c, CONN_INSPECT);
 		return;
 	}
 	/* A hello for the right host: relay, starting with what we peeked. */
@@ -229,7 +165,7 @@ static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	peek_check(c);
 }
 
-void conn_tunnel_start(struct conn *c)
+static void tunnel_connected(struct conn *c)
 {
 	struct sl_http_request r;
 	int st = 0;
@@ -273,3 +209,77 @@ void conn_tunnel_start(struct conn *c)
 		return;
 	}
 }
+
+/* Captured, and not inspected: may the decided connection carry what the
+ * client sent (or will send)? Refuses it (and returns false) if not. */
+static bool capture_may_relay(struct conn *c)
+{
+	char why[SL_HOST_BUF + 200];
+	const char *reason = "not-http";
+
+	if (c->dec.rule && c->dec.rule->opaque)
+		return true; /* protocol: tcp */
+	if (c->tls_seen && c->sni[0])
+		return true; /* a hello whose SNI was decided */
+	if (c->tls_seen) {
+		/* The front end would pick the site by the Host inside, which
+		 * nobody decided. */
+		reason = "no-sni";
+		snprintf(why, sizeof(why),
+			 "%s:%u: a TLS ClientHello without a server name is refused (it could "
+			 "reach any site behind the address)",
+			 c->dec.host, c->port);
+	} else {
+		snprintf(why, sizeof(why),
+			 "%s:%u carries HTTP or TLS only: %s; a rule with 'protocol: tcp' for the "
+			 "port relays other protocols",
+			 c->dec.host, c->port,
+			 c->len ? "this is neither" : "the client sent nothing (server-first)");
+	}
+	conn_respond_error(c, 403, reason, why);
+	return false;
+}
+
+/* Allowed: a host whose rules need the requests inside is inspected (a
+ * CONNECT first answered 200 and its ClientHello checked); a captured
+ * connection relays only what may be relayed opaque. */
+static bool tunnel_decided(struct conn *c)
+{
+	char why[SL_HOST_BUF + 256];
+
+	if (!c->dec.inspect)
+		return !c->captured || capture_may_relay(c);
+	/* Method, path and credential rules need the requests inside the
+	 * tunnel; passing it through opaque would skip them. */
+	if (!c->gw->tls) {
+		snprintf(why, sizeof(why),
+			 "%s:%u needs TLS inspection (its rules name methods, paths or a "
+			 "credential), which is not enabled here (sluice gateway needs "
+			 "--ca-dir)",
+			 c->dec.host, c->port);
+		conn_respond_error(c, 403, "inspect-unavailable", why);
+		return false;
+	}
+	c->inspect = true;
+	if (c->is_connect) {
+		/* 200, then the ClientHello is checked against the CONNECT's
+		 * host before TLS is ended here. */
+		tunnel_connected(c);
+		return false;
+	}
+	if (!c->tls_seen) {
+		c->inspect = false;
+		snprintf(why, sizeof(why), "%s:%u is inspected, and this connection is not TLS",
+			 c->dec.host, c->port);
+		conn_respond_error(c, 403, "inspect-needs-tls", why);
+		return false;
+	}
+	conn_hand_to(c, CONN_INSPECT);
+	return false;
+}
+
+const struct conn_handler conn_tunnel_handler = {
+	.name = "tunnel",
+	.decided = tunnel_decided,
+	.connected = tunnel_connected,
+};

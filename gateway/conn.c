@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One proxy connection, top to bottom (the plain-HTTP, tunnel and capture
- * parts live in conn-http.c, conn-tunnel.c and conn-capture.c):
+ * The core of one proxy connection:
  *
- *   accept -> read the request head -> parse -> decide -> resolve ->
- *   connect -> (CONNECT: answer 200, peek the ClientHello's SNI) ->
- *   relay both ways with backpressure -> close -> audit
+ *   accept -> read the request head (the handler parses it) -> decide ->
+ *   resolve -> connect (conn-decide.c) -> the handler starts the relay ->
+ *   relay both ways with backpressure -> DONE or CLOSED: the audit record
  *
- * Every connection has a hard cap on buffered bytes (the head, the peeked
- * hello, each direction's write queue) and on time (the head deadline, the
- * connect timeout, the idle timeout). The struct is freed only when its last
- * libuv handle has closed, and writes its audit record then.
+ * The core names no handler: it calls c->handler (conn-internal.h), and
+ * every state change goes through conn_set_state(). Every connection has a
+ * hard cap on buffered bytes (the head, the peeked hello, each direction's
+ * write queue) and on time (the head deadline, the connect timeout, the
+ * idle timeout). The struct is freed only when its last libuv handle has
+ * closed (CLOSED), and its exchange's record is written then.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/netfilter_ipv4.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,8 @@ void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	gw->n_conns--;
-	conn_inspect_free(c);
+	if (c->handler->free)
+		c->handler->free(c);
 	sl_gw_policy_unref(c->pol);
 	free(c->buf);
 	free(c->path);
@@ -147,7 +148,8 @@ void conn_close(struct conn *c)
 	sl_gw_resolve_cancel(c->rreq);
 	c->rreq = NULL;
 	uv_timer_stop(&c->timer);
-	conn_inspect_close(c);
+	if (c->handler->close)
+		c->handler->close(c);
 	close_handle(c, (uv_handle_t *)&c->timer);
 	close_handle(c, (uv_handle_t *)&c->client);
 	if (c->upstream_open)
@@ -184,8 +186,8 @@ static void write_done(uv_write_t *req, int status)
 	}
 	/* The other side paused because this queue was full: let it go on
 	 * once the queue has drained to half. */
-	if (c->insp && to_client)
-		conn_inspect_written(c);
+	if (to_client && c->handler->written)
+		c->handler->written(c);
 	else
 		resume_reading(c, !to_client);
 }
@@ -304,27 +306,19 @@ static void timer_fired(uv_timer_t *t)
 {
 	struct conn *c = t->data;
 
+	/* The handler first: what the deadline means may be its own (a
+	 * server-first protocol captured, inspect.c's exchanges). */
+	if (c->handler->timer && c->handler->timer(c))
+		return;
 	switch (c->state) {
 	case ST_IDLE:
 	case ST_HEAD:
-		if (c->captured && c->len == 0 && !c->n_exchanges) {
-			/* A protocol where the server speaks first (SMTP, a
-			 * database): nothing to read, decide by address. Not
-			 * a kept-alive HTTP connection between requests: it
-			 * said what it carries, and goes as plain HTTP does. */
-			uv_read_stop((uv_stream_t *)&c->client);
-			conn_decide_by_address(c);
-			break;
-		}
 		conn_respond_error(c, 408, "header-timeout",
 				   "timed out waiting for the request head");
 		break;
 	case ST_RESOLVING:
 	case ST_CONNECTING:
 		conn_respond_error(c, 504, "connect-timeout", "timed out connecting upstream");
-		break;
-	case ST_INSPECT:
-		conn_inspect_timer(c);
 		break;
 	case ST_PEEK:
 		/* A tunnel whose first bytes never came: nothing was decided
@@ -339,6 +333,7 @@ static void timer_fired(uv_timer_t *t)
 		conn_close(c);
 		break;
 	case ST_NEW:
+	case ST_INSPECT:
 	case ST_DONE:
 	case ST_RESPONDING:
 	case ST_CLOSING:
@@ -457,34 +452,10 @@ static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf
 		return;
 	}
 	n = (size_t)nread;
-	if (c->body_active) {
-		/* Forward only the request's own body, framed by us: whatever
-		 * follows it would reach the origin as a request nobody
-		 * decided, and the client's framing is the client's to bend. */
-		ssize_t k;
-
-		uv_timer_again(&c->timer);
-		k = conn_body_forward(c, buf->base, n);
-		if (k < 0) {
-			free(buf->base);
-			return;
-		}
-		if (c->body_done) {
-			uv_read_stop(s);
-			/* The next request, pipelined: kept for when this
-			 * exchange is over, to be decided on its own. */
-			if (conn_keep_pipelined(c, buf->base + k, n - (size_t)k) < 0) {
-				free(buf->base);
-				conn_close(c);
-				return;
-			}
-		}
-		free(buf->base);
-		if (c->state == ST_RELAY)
-			conn_maybe_pause(c, true);
-		return;
-	}
 	uv_timer_again(&c->timer);
+	/* Plain HTTP forwards only the request's own body, framed anew. */
+	if (c->handler->client_bytes && c->handler->client_bytes(c, buf->base, n))
+		return;
 	c->bytes_up += n;
 	if (conn_send_owned(c, false, buf->base, n, false) < 0) {
 		conn_close(c);
@@ -501,8 +472,9 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 		free(buf->base);
 		return;
 	}
-	if (!c->tunnel) {
-		conn_http_upstream_read(c, nread, buf);
+	/* Plain HTTP reads the response for its end (keep-alive). */
+	if (c->handler->upstream_read) {
+		c->handler->upstream_read(c, nread, buf);
 		return;
 	}
 	if (nread < 0) {
@@ -513,12 +485,7 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 		}
 		c->upstream_eof = true;
 		uv_read_stop(s);
-		/* Plain HTTP: the origin closed after its one response (we
-		 * asked for that), so the exchange is over. */
-		if (!c->tunnel) {
-			c->client_eof = true;
-			conn_half_close(c, false);
-		} else if (c->client_eof) {
+		if (c->client_eof) {
 			conn_close(c);
 		} else {
 			conn_half_close(c, false);
@@ -545,305 +512,7 @@ void conn_start_relay(struct conn *c)
 	uv_read_start((uv_stream_t *)&c->upstream, conn_alloc_cb, relay_upstream_read);
 }
 
-static void connected(uv_connect_t *req, int status)
-{
-	struct conn *c = req->data;
-
-	if (c->state == ST_CLOSING)
-		return;
-	uv_timer_stop(&c->timer);
-	if (status < 0) {
-		char msg[SL_HOST_BUF + 128];
-
-		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
-			 uv_strerror(status));
-		conn_respond_error(c, 502, "connect-failed", msg);
-		return;
-	}
-	if (c->tunnel)
-		conn_tunnel_start(c);
-	else
-		conn_http_start(c);
-}
-
-static void start_connect(struct conn *c, const struct sockaddr *sa)
-{
-	struct sockaddr_storage to;
-	int r;
-
-	memcpy(&to, sa,
-	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-	if (to.ss_family == AF_INET)
-		((struct sockaddr_in *)&to)->sin_port = htons(c->port);
-	else
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(c->port);
-
-	conn_set_state(c, ST_CONNECTING);
-	r = uv_tcp_init(c->gw->loop, &c->upstream);
-	if (r < 0) {
-		conn_respond_error(c, 502, "connect-failed", "cannot create a socket");
-		return;
-	}
-	c->upstream.data = c;
-	c->upstream_open = true;
-	/* Relayed writes go out as they come: a request head and its body
-	 * in two writes must not wait out the origin's delayed ACK. */
-	uv_tcp_nodelay(&c->upstream, 1);
-	c->open_handles++;
-	c->connect_req.data = c;
-	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
-	r = uv_tcp_connect(&c->connect_req, &c->upstream, (const struct sockaddr *)&to, connected);
-	if (r < 0) {
-		char msg[SL_HOST_BUF + 128];
-
-		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
-			 uv_strerror(r));
-		conn_respond_error(c, 502, "connect-failed", msg);
-	}
-}
-
-const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
-					 const char **ret_refused)
-{
-	size_t i;
-
-	*ret_refused = NULL;
-	sl_gw_local_sync(c->gw);
-	for (i = 0; i < a->n; i++) {
-		const struct sockaddr *sa = (const struct sockaddr *)&a->addr[i];
-		const uint8_t *bytes =
-		    sa->sa_family == AF_INET
-			? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
-			: (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-		const char *special = sl_gw_addr_special(sa->sa_family, bytes);
-
-		if (sl_gw_is_local(c->gw, sa)) {
-			*ret_refused = "the gateway host itself";
-			continue;
-		}
-		if (sl_gw_is_owned(c->gw, sa)) {
-			*ret_refused = "a sandbox address of sluice's pool";
-			continue;
-		}
-		if (special && !sl_policy_private_allowed(c->pol->p, sa->sa_family, bytes)) {
-			*ret_refused = special;
-			continue;
-		}
-		return sa;
-	}
-	return NULL;
-}
-
-/* The first address the policy lets us reach: never the gateway host's
- * own, never a special range unless private_addresses lists it (SSRF and
- * DNS rebinding: the name is the client's, the addresses are its DNS's). */
-static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
-{
-	const char *refused;
-	const struct sockaddr *sa = conn_pick_address(c, a, &refused);
-	char msg[SL_HOST_BUF + 160];
-
-	if (sa) {
-		start_connect(c, sa);
-		return;
-	}
-	snprintf(msg, sizeof(msg),
-		 "%s resolves only to addresses the policy does not allow (%s); list the "
-		 "range under private_addresses to allow it",
-		 c->dec.host, refused ? refused : "none");
-	conn_respond_error(c, 403, "private-address", msg);
-}
-
-static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
-{
-	struct conn *c = data;
-	char msg[SL_HOST_BUF + 96];
-
-	c->rreq = NULL;
-	if (c->state != ST_RESOLVING)
-		return;
-	if (status < 0) {
-		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host,
-			 status == -ENOENT	? "no such name"
-			 : status == -ETIMEDOUT ? "timed out"
-			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
-						: "resolver error");
-		if (status == -EDQUOT)
-			conn_respond_error(c, 429, "dns-budget", msg);
-		else
-			conn_respond_error(c, 502, "resolve-failed", msg);
-		return;
-	}
-	connect_first_permitted(c, addrs);
-}
-
-/* ---- decide ---- */
-
-/* The one-address list for an IP literal the policy allowed. */
-void conn_literal_addrs(enum sl_host_kind kind, const char *host, struct sl_gw_addrs *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (kind == SL_HOST_IPV4) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&a->addr[0];
-
-		in->sin_family = AF_INET;
-		a->n = inet_pton(AF_INET, host, &in->sin_addr) == 1;
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->addr[0];
-
-		in6->sin6_family = AF_INET6;
-		a->n = inet_pton(AF_INET6, host, &in6->sin6_addr) == 1;
-	}
-}
-
-void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
-			size_t path_len)
-{
-	struct sl_request q = {
-	    .host = host,
-	    .host_len = host_len,
-	    .port = c->port,
-	    .method = c->tunnel ? NULL : c->method,
-	    .path = c->tunnel ? NULL : path,
-	    .path_len = c->tunnel ? 0 : path_len,
-	};
-	char why[512];
-	int r;
-
-	if (!sl_gw_audit_ok(c->gw)) {
-		conn_close_unaudited(c);
-		return;
-	}
-	conn_policy_refresh(c);
-	sl_policy_decide(c->pol->p, &q, &c->dec);
-	c->decided = true;
-	if (c->dec.verdict != SL_VERDICT_ALLOW) {
-		conn_respond_error(c, 403, NULL,
-				   sl_policy_explain(c->pol->p, &q, &c->dec, why, sizeof(why)));
-		return;
-	}
-	if (c->tunnel && c->dec.inspect) {
-		/* Method, path and credential rules need the requests inside
-		 * the tunnel; passing it through opaque would skip them. */
-		if (!c->gw->tls) {
-			snprintf(why, sizeof(why),
-				 "%s:%u needs TLS inspection (its rules name methods, paths or a "
-				 "credential), which is not enabled here (sluice gateway needs "
-				 "--ca-dir)",
-				 c->dec.host, c->port);
-			conn_respond_error(c, 403, "inspect-unavailable", why);
-			return;
-		}
-		c->inspect = true;
-		if (c->is_connect) {
-			/* 200, then the ClientHello is checked against the
-			 * CONNECT's host before TLS is ended here. */
-			conn_tunnel_start(c);
-			return;
-		}
-		if (!c->tls_seen) {
-			c->inspect = false;
-			snprintf(why, sizeof(why),
-				 "%s:%u is inspected, and this connection is not TLS", c->dec.host,
-				 c->port);
-			conn_respond_error(c, 403, "inspect-needs-tls", why);
-			return;
-		}
-		conn_inspect_start(c);
-		return;
-	}
-	if (c->captured && c->tunnel && !conn_capture_may_relay(c))
-		return;
-	if (!c->tunnel && c->dec.rule && c->dec.rule->has_inject) {
-		/* A credential goes only over TLS that we verify. */
-		snprintf(why, sizeof(why),
-			 "%s carries a credential, which is only sent over TLS: use https://",
-			 c->dec.host);
-		conn_respond_error(c, 403, "credential-needs-tls", why);
-		return;
-	}
-	if (!c->tunnel && conn_plain_head_check(c) < 0)
-		return;
-
-	if (c->dec.host_kind != SL_HOST_NAME) {
-		struct sl_gw_addrs a;
-
-		conn_literal_addrs(c->dec.host_kind, c->dec.host, &a);
-		connect_first_permitted(c, &a);
-		return;
-	}
-	conn_set_state(c, ST_RESOLVING);
-	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
-	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);
-	if (r < 0)
-		conn_respond_error(c, 502, "resolve-failed", "cannot start a DNS lookup");
-}
-
 /* ---- the request head ---- */
-
-static void handle_head(struct conn *c, const struct sl_http_request *r)
-{
-	const char *why = NULL;
-
-	c->parsed = true;
-	snprintf(c->method, sizeof(c->method), "%.*s", (int)r->method.len, r->method.p);
-	c->is_connect = sl_http_span_eq(&r->method, "CONNECT");
-	c->tunnel = c->is_connect;
-
-	if (c->is_connect) {
-		const char *host;
-		size_t host_len;
-
-		if (sl_host_split(r->target.p, r->target.len, &host, &host_len, &c->port, &why) <
-			0 ||
-		    c->port == 0) {
-			conn_respond_error(c, 400, "bad-request",
-					   why ? why : "CONNECT needs host:port");
-			return;
-		}
-		conn_decide_and_go(c, host, host_len, NULL, 0);
-		return;
-	}
-
-	{
-		struct sl_http_url u;
-		const struct sl_http_span *hh;
-		size_t n_host;
-
-		if (sl_http_parse_url(&r->target, &u, &why) < 0) {
-			conn_respond_error(c, 400, "bad-request", why);
-			return;
-		}
-		c->port = u.port;
-		c->path = strndup(u.path.p, u.path.len);
-		if (!c->path) {
-			conn_close(c);
-			return;
-		}
-		/* A Host header that names another host than the URL is
-		 * virtual-host fronting: the origin would serve the Host. */
-		hh = sl_http_header(r, "host", &n_host);
-		if (hh) {
-			const char *h1, *h2;
-			size_t l1, l2;
-			uint16_t p1, p2;
-			char n1[SL_HOST_BUF], n2[SL_HOST_BUF];
-			enum sl_host_kind k1, k2;
-
-			if (sl_host_split(hh->p, hh->len, &h1, &l1, &p1, &why) < 0 ||
-			    sl_host_split(u.host.p, u.host.len, &h2, &l2, &p2, &why) < 0 ||
-			    sl_host_normalize(h1, l1, n1, &k1, NULL) < 0 ||
-			    sl_host_normalize(h2, l2, n2, &k2, NULL) < 0 || strcmp(n1, n2) != 0 ||
-			    (p1 ? p1 : 80) != u.port) {
-				conn_respond_error(
-				    c, 400, "host-mismatch",
-				    "the Host header does not match the request target");
-				return;
-			}
-		}
-		conn_decide_and_go(c, u.host.p, u.host.len, c->path, strlen(c->path));
-	}
-}
 
 void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
@@ -851,6 +520,9 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	size_t max = c->gw->cfg.max_header_bytes;
 	bool began;
 
+	/* Captured, the first bytes may be a ClientHello, not a head. */
+	if (c->captured)
+		max = max + 1 > HELLO_MAX ? max + 1 : HELLO_MAX;
 	if (nread <= 0) {
 		free(buf->base);
 		if (nread < 0) {
@@ -876,53 +548,115 @@ void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	/* A head has begun: its deadline runs from now, and bytes trickling
 	 * in do not push it back (slowloris). The first request's runs from
-	 * the accept. */
-	if (began && c->n_exchanges)
+	 * the accept (captured: from its first byte, after capture_wait). */
+	if (began && (c->n_exchanges || c->captured))
 		conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
 	if (c->state == ST_IDLE)
 		conn_set_state(c, ST_HEAD);
 	conn_process_head(c);
 }
 
-/* Parse what we have of a request head; go on when it is complete. */
 void conn_process_head(struct conn *c)
 {
-	struct sl_http_request r;
-	const char *why = NULL;
-	int status = 0, k;
-
-	if (c->captured) {
-		conn_capture_classify(c);
-		return;
-	}
-	k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status, &why);
-	if (k == 0)
-		return;
-	if (k < 0) {
-		conn_respond_error(c, status, status == 431 ? "header-too-large" : "bad-request",
-				   why);
-		return;
-	}
-	uv_read_stop((uv_stream_t *)&c->client);
-	uv_timer_stop(&c->timer);
-	if (c->pinned)
-		conn_tunnel_http_head(c, &r); /* plain HTTP inside a CONNECT */
+	if (c->handler->head)
+		c->handler->head(c);
 	else
-		handle_head(c, &r);
+		conn_close(c); /* a handler that reads no heads: a bug, closed */
+}
+
+/* ---- the next request ---- */
+
+/* Forget the finished exchange; keep the connection's own state. */
+static void reset_exchange(struct conn *c)
+{
+	free(c->path);
+	c->path = NULL;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rlen = 0;
+	c->parsed = c->decided = c->refused = c->audited = false;
+	c->reason = NULL;
+	c->status = 0;
+	c->status_seen = false;
+	c->bytes_up = c->bytes_down = 0;
+	c->start_wall_ms = sl_audit_now_ms();
+	c->start_loop_ms = uv_now(c->gw->loop);
+	c->body_active = c->body_done = false;
+	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
+	c->client_eof = c->upstream_eof = false;
+	c->client_paused = c->upstream_paused = false;
+	c->tunnel = c->tls_seen = false;
+	c->sni[0] = '\0';
+	memset(&c->resp, 0, sizeof(c->resp));
+}
+
+/* The next request on a kept-alive connection: decided on its own, from
+ * scratch, starting with whatever the client had already pipelined. */
+void conn_next_request(struct conn *c)
+{
+	reset_exchange(c);
+	free(c->buf);
+	c->buf = c->pipelined;
+	c->len = c->pipelined_len;
+	c->pipelined = NULL;
+	c->pipelined_len = 0;
+	c->handler = c->gw->conn_ways[c->way_in];
+	conn_set_state(c, c->len ? ST_HEAD : ST_IDLE);
+	/* Idle between requests is the idle limit; a started head has the
+	 * head deadline. */
+	conn_arm_timer(c, c->len ? c->gw->cfg.header_timeout_ms : c->gw->cfg.idle_timeout_ms);
+	if (c->len) {
+		conn_process_head(c);
+		if (c->state != ST_HEAD)
+			return;
+	}
+	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
+}
+
+/* A kept-alive exchange's upstream connection is closed: the next request
+ * on the client's connection may begin (it needs the handle again). */
+void conn_upstream_closed_next(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+
+	c->upstream_open = false;
+	if (--c->open_handles == 0) {
+		conn_last_handle_closed(c);
+		return;
+	}
+	if (c->state != ST_CLOSING)
+		conn_next_request(c);
+}
+
+/* ---- handlers ---- */
+
+void conn_use(struct conn *c, enum conn_way way)
+{
+	c->handler = c->gw->conn_ways[way];
+}
+
+void conn_hand_to(struct conn *c, enum conn_way way)
+{
+	conn_use(c, way);
+	c->handler->start(c);
+}
+
+void conn_set_way_in(struct conn *c, enum conn_way way)
+{
+	c->way_in = way;
 }
 
 /* ---- accept ---- */
 
-void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
+static struct conn *conn_new(struct sl_gw *gw, enum conn_way way)
 {
-	struct sockaddr_storage peer;
-	int peer_len = sizeof(peer);
 	struct conn *c = calloc(1, sizeof(*c));
-	char ip[INET6_ADDRSTRLEN] = "?";
 
 	if (!c)
-		return;
+		return NULL;
 	c->gw = gw;
+	c->way_in = way;
+	c->handler = gw->conn_ways[way];
 	c->start_wall_ms = sl_audit_now_ms();
 	c->start_loop_ms = uv_now(gw->loop);
 	uv_tcp_init(gw->loop, &c->client);
@@ -936,29 +670,44 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 		gw->conns->prev = c;
 	gw->conns = c;
 	gw->n_conns++;
+	return c;
+}
 
+/* The client's "ADDR:PORT" (IPv6 in brackets) into c->client_addr, and
+ * its address into *peer (AF_UNSPEC when the kernel cannot say). */
+static void peer_name(struct conn *c, struct sockaddr_storage *peer)
+{
+	int peer_len = sizeof(*peer);
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	peer->ss_family = AF_UNSPEC;
+	if (uv_tcp_getpeername(&c->client, (struct sockaddr *)peer, &peer_len) != 0)
+		return;
+	if (peer->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)peer)->sin_addr, ip, sizeof(ip));
+		snprintf(c->client_addr, sizeof(c->client_addr), "%s:%u", ip,
+			 ntohs(((struct sockaddr_in *)peer)->sin_port));
+	} else {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)peer)->sin6_addr, ip, sizeof(ip));
+		snprintf(c->client_addr, sizeof(c->client_addr), "[%s]:%u", ip,
+			 ntohs(((struct sockaddr_in6 *)peer)->sin6_port));
+	}
+}
+
+void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
+{
+	struct sockaddr_storage peer;
+	struct conn *c = conn_new(gw, captured ? CONN_CAPTURE : CONN_HTTP);
+
+	if (!c)
+		return;
 	if (uv_accept(server, (uv_stream_t *)&c->client) < 0) {
 		c->refused = true;
 		c->reason = "accept-failed";
 		conn_close(c);
 		return;
 	}
-	peer.ss_family = AF_UNSPEC;
-	if (uv_tcp_getpeername(&c->client, (struct sockaddr *)&peer, &peer_len) == 0) {
-		uint16_t port = 0;
-
-		if (peer.ss_family == AF_INET) {
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, ip,
-				  sizeof(ip));
-			port = ntohs(((struct sockaddr_in *)&peer)->sin_port);
-			snprintf(c->client_addr, sizeof(c->client_addr), "%s:%u", ip, port);
-		} else {
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, ip,
-				  sizeof(ip));
-			port = ntohs(((struct sockaddr_in6 *)&peer)->sin6_port);
-			snprintf(c->client_addr, sizeof(c->client_addr), "[%s]:%u", ip, port);
-		}
-	}
+	peer_name(c, &peer);
 	/* Only the sandbox is served: another uid on the host, or a
 	 * neighbour that routes the pool here, would have the operator's
 	 * credentials injected for it. The host's rules drop such peers
@@ -984,32 +733,7 @@ void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
 	}
 	uv_tcp_nodelay(&c->client, 1);
 	conn_set_state(c, ST_HEAD);
-	if (captured) {
-		uv_os_fd_t fd;
-		socklen_t len = sizeof(c->orig);
-
-		/* The destination the sandbox's nftables redirected away from;
-		 * this socket lives in the sandbox's namespace, where the NAT
-		 * happened, so its conntrack can answer. */
-		c->captured = true;
-		if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0 ||
-		    getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &c->orig, &len) < 0 ||
-		    c->orig.sin_family != AF_INET) {
-			c->refused = true;
-			c->reason = "no-original-destination";
-			conn_close(c);
-			return;
-		}
-		inet_ntop(AF_INET, &c->orig.sin_addr, c->orig_str, sizeof(c->orig_str));
-		c->port = ntohs(c->orig.sin_port);
-		if (conn_capture_decide_at_once(c))
-			return;
-		conn_arm_timer(c, gw->cfg.capture_wait_ms);
-		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_capture_read);
-		return;
-	}
-	conn_arm_timer(c, gw->cfg.header_timeout_ms);
-	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
+	c->handler->start(c);
 }
 
 void sl_gw_conn_close_all(struct sl_gw *gw)
@@ -1021,3 +745,4 @@ void sl_gw_conn_close_all(struct sl_gw *gw)
 		conn_close(c);
 	}
 }
+

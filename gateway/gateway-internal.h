@@ -59,6 +59,9 @@ struct sl_gw {
 	 * connection once the log failed (fail_timer's callback). */
 	void (*maybe_free)(struct sl_gw *gw);
 	uv_timer_cb on_audit_failed;
+	/* The connections' handlers, by enum conn_way (conn-internal.h),
+	 * registered by gateway.c: the core that calls them names none. */
+	const struct conn_handler *conn_ways[4];
 };
 
 /* gw-core.c: what every part of the gateway shares, calling none of them. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "conn-internal.h"
 #include "gateway-internal.h"
 #include "macro.h"
 #include "route.h"
@@ -112,6 +113,10 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 	gw->loop = loop;
 	gw->maybe_free = gw_maybe_free;
 	gw->on_audit_failed = fail_close_all;
+	gw->conn_ways[CONN_HTTP] = &conn_http_handler;
+	gw->conn_ways[CONN_TUNNEL] = &conn_tunnel_handler;
+	gw->conn_ways[CONN_CAPTURE] = &conn_capture_handler;
+	gw->conn_ways[CONN_INSPECT] = &conn_inspect_handler;
 	gw->cfg = *cfg;
 	gw->resolver = resolver;
 	gw->audit = audit;

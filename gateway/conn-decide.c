@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * decide -> resolve -> connect: a request (or tunnel, or captured
+ * connection) is decided by the policy, its handler has its say
+ * (conn_handler.decided), its name is resolved, the first address the
+ * policy lets us reach is connected, and the handler takes over
+ * (conn_handler.connected). Above conn.c, below the handlers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "conn-headers.h"
+#include "conn-internal.h"
+#include "macro.h"
+
+static void connected(uv_connect_t *req, int status)
+{
+	struct conn *c = req->data;
+
+	if (c->state == ST_CLOSING)
+		return;
+	uv_timer_stop(&c->timer);
+	if (status < 0) {
+		char msg[SL_HOST_BUF + 128];
+
+		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
+			 uv_strerror(status));
+		conn_respond_error(c, 502, "connect-failed", msg);
+		return;
+	}
+	if (c->handler->connected)
+		c->handler->connected(c);
+	else
+		conn_close(c); /* a handler that never connects: a bug, closed */
+}
+
+static void start_connect(struct conn *c, const struct sockaddr *sa)
+{
+	struct sockaddr_storage to;
+	int r;
+
+	memcpy(&to, sa,
+	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	if (to.ss_family == AF_INET)
+		((struct sockaddr_in *)&to)->sin_port = htons(c->port);
+	else
+		((struct sockaddr_in6 *)&to)->sin6_port = htons(c->port);
+
+	conn_set_state(c, ST_CONNECTING);
+	r = uv_tcp_init(c->gw->loop, &c->upstream);
+	if (r < 0) {
+		conn_respond_error(c, 502, "connect-failed", "cannot create a socket");
+		return;
+	}
+	c->upstream.data = c;
+	c->upstream_open = true;
+	/* Relayed writes go out as they come: a request head and its body
+	 * in two writes must not wait out the origin's delayed ACK. */
+	uv_tcp_nodelay(&c->upstream, 1);
+	c->open_handles++;
+	c->connect_req.data = c;
+	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
+	r = uv_tcp_connect(&c->connect_req, &c->upstream, (const struct sockaddr *)&to, connected);
+	if (r < 0) {
+		char msg[SL_HOST_BUF + 128];
+
+		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
+			 uv_strerror(r));
+		conn_respond_error(c, 502, "connect-failed", msg);
+	}
+}
+
+const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
+					 const char **ret_refused)
+{
+	size_t i;
+
+	*ret_refused = NULL;
+	sl_gw_local_sync(c->gw);
+	for (i = 0; i < a->n; i++) {
+		const struct sockaddr *sa = (const struct sockaddr *)&a->addr[i];
+		const uint8_t *bytes =
+		    sa->sa_family == AF_INET
+			? (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr
+			: (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		const char *special = sl_gw_addr_special(sa->sa_family, bytes);
+
+		if (sl_gw_is_local(c->gw, sa)) {
+			*ret_refused = "the gateway host itself";
+			continue;
+		}
+		if (sl_gw_is_owned(c->gw, sa)) {
+			*ret_refused = "a sandbox address of sluice's pool";
+			continue;
+		}
+		if (special && !sl_policy_private_allowed(c->pol->p, sa->sa_family, bytes)) {
+			*ret_refused = special;
+			continue;
+		}
+		return sa;
+	}
+	return NULL;
+}
+
+/* The first address the policy lets us reach: never the gateway host's
+ * own, never a special range unless private_addresses lists it (SSRF and
+ * DNS rebinding: the name is the client's, the addresses are its DNS's). */
+static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
+{
+	const char *refused;
+	const struct sockaddr *sa = conn_pick_address(c, a, &refused);
+	char msg[SL_HOST_BUF + 160];
+
+	if (sa) {
+		start_connect(c, sa);
+		return;
+	}
+	snprintf(msg, sizeof(msg),
+		 "%s resolves only to addresses the policy does not allow (%s); list the "
+		 "range under private_addresses to allow it",
+		 c->dec.host, refused ? refused : "none");
+	conn_respond_error(c, 403, "private-address", msg);
+}
+
+static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
+{
+	struct conn *c = data;
+	char msg[SL_HOST_BUF + 96];
+
+	c->rreq = NULL;
+	if (c->state != ST_RESOLVING)
+		return;
+	if (status < 0) {
+		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host,
+			 status == -ENOENT	? "no such name"
+			 : status == -ETIMEDOUT ? "timed out"
+			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
+						: "resolver error");
+		if (status == -EDQUOT)
+			conn_respond_error(c, 429, "dns-budget", msg);
+		else
+			conn_respond_error(c, 502, "resolve-failed", msg);
+		return;
+	}
+	connect_first_permitted(c, addrs);
+}
+
+/* ---- decide ---- */
+
+/* The one-address list for an IP literal the policy allowed. */
+void conn_literal_addrs(enum sl_host_kind kind, const char *host, struct sl_gw_addrs *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (kind == SL_HOST_IPV4) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&a->addr[0];
+
+		in->sin_family = AF_INET;
+		a->n = inet_pton(AF_INET, host, &in->sin_addr) == 1;
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->addr[0];
+
+		in6->sin6_family = AF_INET6;
+		a->n = inet_pton(AF_INET6, host, &in6->sin6_addr) == 1;
+	}
+}
+
+void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
+			size_t path_len)
+{
+	struct sl_request q = {
+	    .host = host,
+	    .host_len = host_len,
+	    .port = c->port,
+	    .method = c->tunnel ? NULL : c->method,
+	    .path = c->tunnel ? NULL : path,
+	    .path_len = c->tunnel ? 0 : path_len,
+	};
+	char why[512];
+	int r;
+
+	if (!sl_gw_audit_ok(c->gw)) {
+		conn_close_unaudited(c);
+		return;
+	}
+	conn_policy_refresh(c);
+	sl_policy_decide(c->pol->p, &q, &c->dec);
+	c->decided = true;
+	if (c->dec.verdict != SL_VERDICT_ALLOW) {
+		conn_respond_error(c, 403, NULL,
+				   sl_policy_explain(c->pol->p, &q, &c->dec, why, sizeof(why)));
+		return;
+	}
+	/* The way in checks what it alone knows (a tunnel's TLS, a plain
+	 * request's head), and may take the connection on itself. */
+	if (c->handler->decided && !c->handler->decided(c))
+		return;
+	if (c->dec.host_kind != SL_HOST_NAME) {
+		struct sl_gw_addrs a;
+
+		conn_literal_addrs(c->dec.host_kind, c->dec.host, &a);
+		connect_first_permitted(c, &a);
+		return;
+	}
+	conn_set_state(c, ST_RESOLVING);
+	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
+	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);
+	if (r < 0)
+		conn_respond_error(c, 502, "resolve-failed", "cannot start a DNS lookup");
+}
