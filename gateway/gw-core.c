@@ -313,5 +313,6 @@ int sl_gw_parse_listen(const char *flag, const char *addr_port, struct sockaddr_
 
 void sl_gw_maybe_free(struct sl_gw *gw)
 {
-	gw->maybe_free(gw);
+	if (gw->maybe_free)
+		gw->maybe_free(gw);
 }
