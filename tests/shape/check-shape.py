@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The gateway's shape (issue #11): no circle of files in gateway/, no file
-over MAX_FILE_LINES, no function over MAX_FUNC_LINES.
+"""The gateway's shape (issue #11): no circle of files in gateway/ (calls,
+or headers including each other), no file over MAX_FILE_LINES, no
+function over MAX_FUNC_LINES.
 
   check-shape.py LIBSL_GW_A GATEWAY_SRC_DIR
 
@@ -123,6 +124,26 @@ def one_cycle(edges, comp):
     return comp
 
 
+def include_graph(src):
+    """gateway/'s headers: which includes which (#include "x.h" of a header
+    that lives there). The objects' graph above covers what calls what; a
+    circle of headers is one the preprocessor hides behind #pragma once."""
+    edges = {}
+    for name in sorted(os.listdir(src)):
+        if not name.endswith('.h'):
+            continue
+        edges.setdefault(name, {})
+        with open(os.path.join(src, name), encoding='utf-8') as f:
+            for line in f:
+                m = re.match(r'\s*#\s*include\s+"([^"/]+\.h)"', line)
+                if m and os.path.exists(os.path.join(src, m.group(1))) and m.group(1) != name:
+                    edges[name].setdefault(m.group(1), set()).add('#include')
+    for e in list(edges.values()):
+        for b in e:
+            edges.setdefault(b, {})
+    return edges
+
+
 def long_functions(path):
     with open(path, encoding='utf-8') as f:
         lines = f.read().split('\n')
@@ -165,6 +186,13 @@ def main():
         print('  for example ' + ' -> '.join(cyc) + ':')
         for a, b in zip(cyc, cyc[1:]):
             print(f'    {a} -> {b}: {", ".join(sorted(edges[a][b]))}')
+
+    hedges = include_graph(src)
+    for comp in sccs(hedges):
+        if len(comp) < 2:
+            continue
+        failed = True
+        print(f'circle of headers in gateway/: {" -> ".join(one_cycle(hedges, comp))}')
 
     for name in sorted(os.listdir(src)):
         if not name.endswith('.c'):
