@@ -638,7 +638,10 @@ void conn_use(struct conn *c, enum conn_way way)
 void conn_hand_to(struct conn *c, enum conn_way way)
 {
 	conn_use(c, way);
-	c->handler->start(c);
+	if (c->handler->start)
+		c->handler->start(c);
+	else
+		conn_close(c); /* a handler that cannot be handed to: a bug, closed */
 }
 
 void conn_set_way_in(struct conn *c, enum conn_way way)
