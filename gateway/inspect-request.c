@@ -194,8 +194,7 @@ static int decide_request(struct insp *in, const struct sl_inject **ret_inj,
 	char msg[512];
 
 	if (!sl_gw_audit_ok(c->gw)) {
-		c->audited = true;
-		conn_close(c);
+		conn_close_unaudited(c);
 		return -1;
 	}
 	q.host = in->host;

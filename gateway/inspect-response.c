@@ -301,10 +301,7 @@ static void upstream_eof(struct insp *in)
 			conn_close(c);
 			return;
 		}
-		if (!c->audited) {
-			conn_write_audit(c);
-			c->audited = true;
-		}
+		conn_write_audit(c); /* unless this exchange has its record */
 		SSL_shutdown(in->ssl);
 		if (insp_client_flush(in, true) < 0)
 			conn_close(c);

@@ -107,7 +107,6 @@ static void audit_now(struct conn *c)
 		c->decided = true; /* for the host; refused says deny */
 	}
 	conn_write_audit(c);
-	c->audited = true;
 }
 
 /* A refusal (or failure) the client reads as an HTTP response inside its
@@ -203,7 +202,6 @@ void insp_end_exchange(struct insp *in, bool reusable)
 
 	conn_write_audit(c);
 	c->n_exchanges++;
-	c->audited = true;
 	in->up = NULL;
 	insp_wipe_uhead(in);
 	in->reused = false;
