@@ -90,7 +90,8 @@ cat >"$T/lc-origin.py" <<'PY'
 # and PRIV:443 whose routes misbehave on purpose, and DNS on ADDR:DNSPORT
 # (UDP): NAME.lc.test is ADDR (PRIV for priv*), a name starting with "slow"
 # is never answered. Logs "REQ METHOD PATH conn=C idx=I auth=present|none"
-# per request (never a header's value) and how some routes ended.
+# per request (never a header's value), "DNS-DROP NAME" per query left
+# unanswered, and how some routes ended.
 import base64, hashlib, socket, ssl, struct, sys, threading, time
 from urllib.parse import parse_qs, urlsplit
 
@@ -117,6 +118,7 @@ def dns():
             qtype = struct.unpack("!H", q[i + 1:i + 3])[0]
             name = b".".join(labels).decode().lower()
             if name.startswith("slow"):
+                log("DNS-DROP %s" % name)  # what the tests wait on
                 continue
             ours = name == "lc.test" or name.endswith(".lc.test")
             an = ours and qtype == 1
@@ -730,6 +732,15 @@ wait_log() { # wait_log TENTHS LINE: whether the origin logged LINE in time
 	for _ in $(seq "$1"); do grep -qxF -- "$2" "$T/lc.log" && return 0; sleep 0.1; done
 	return 1
 }
+wait_until() { # wait_until TENTHS COMMAND...: run COMMAND until it succeeds, TENTHS/10 s at most
+	local n=$1
+	shift
+	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+origin_got() { grep -qF -- "REQ $1 " "$T/lc.log"; } # origin_got "METHOD TARGET": the origin has it
+# How many connects sluice has outstanding to $Z (whose SYNs are dropped).
+connecting_z() { world_host ss -Htn state syn-sent "( dst $Z )" | grep -c .; }
 reload() { # reload: SIGHUP to $GW; wait (bounded) for its answer on stderr
 	local n
 	n=$(grep -cE ': (not )?reloaded' "$T/gw.err")
@@ -933,6 +944,9 @@ wait "$chaos"
 check "after 4 s of random requests and aborts (and a reload), sluice still serves" "200 ok" \
 	"$(cl get h1.lc.test /ok)"
 cl get h2.lc.test /ok >/dev/null # pooled
+# The chaos's own connects to $Z must be gone, so that one seen below is
+# the /connecting exchange's.
+wait_until 150 test "$(connecting_z)" = 0
 bg=()
 cl idle h3.lc.test 20 >"$T/s.idle" & bg+=($!)
 cl hold h1.lc.test "/hang?secs=20&id=shutdown" >"$T/s.hang" & bg+=($!)
@@ -941,7 +955,15 @@ cl hold slow1.lc.test /resolving >"$T/s.res" & bg+=($!)
 cl abort-resp h5.lc.test "/sse?id=shutdown" 100000000 fin >"$T/s.sse" & bg+=($!)
 cl upload h6.lc.test 8388608 8 "$T/s-up" >"$T/s.up" & bg+=($!)
 cl handshake h7.lc.test 20 >"$T/s.hs" & bg+=($!)
-sleep 1.5
+# SIGTERM once each exchange is in flight (sluice has read its request
+# head): the origin has the request, sluice's DNS query or connect for it
+# went, and every client is connected.
+wait_until 150 origin_got "GET /hang?secs=20&id=shutdown"
+wait_until 150 origin_got "GET /sse?id=shutdown"
+wait_until 150 origin_got "POST /upload?wait=8"
+wait_until 150 grep -qxF "DNS-DROP slow1.lc.test" "$T/lc.log"
+wait_until 150 test "$(connecting_z)" -ge 1
+wait_until 150 test "$(world_host ss -Htn state established '( dport = :3128 )' | grep -c .)" -ge 7
 t0=$(date +%s%N)
 kill -TERM "$GW"
 wait "$GW"
@@ -974,7 +996,13 @@ c get h2.lc.test /ok
 c hold h1.lc.test "/hang?secs=20&id=run" >/dev/null 2>&1 &
 c hold slow2.lc.test /resolving-run >/dev/null 2>&1 &
 c abort-resp h5.lc.test "/sse?id=run" 100000000 fin >/dev/null 2>&1 &
-sleep 1.5
+# Exit once each exchange is in flight: the origin has the requests, the
+# gateway's DNS query for slow2.lc.test went.
+for _ in \$(seq 150); do
+	grep -qF "REQ GET /hang?secs=20&id=run " "$T/lc.log" && grep -qF "REQ GET /sse?id=run " "$T/lc.log" &&
+		grep -qxF "DNS-DROP slow2.lc.test" "$T/lc.log" && break
+	sleep 0.1
+done
 exit 3
 SH
 chmod 644 "$T/inside.sh"
