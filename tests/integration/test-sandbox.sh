@@ -56,10 +56,12 @@ check "a file the command leaves in a --rw directory belongs to its uid" "$uid" 
 	"$(stat -c %u "$T/uid-file" 2>/dev/null)"
 check "the uid has a name inside (whoami works)" 0 \
 	"$(sandbox -- sh -c 'whoami >/dev/null 2>&1; echo $?' | tail -n 1)"
-# Two at once never share one.
-sandbox --rw "$T" -- sh -c "id -u >$T/uid-a; sleep 1" &
+# Two at once never share one: each runs until it sees the other's uid.
+sandbox --rw "$T" -- sh -c "id -u >$T/uid-a
+	for i in \$(seq 300); do [ -s $T/uid-b ] && break; sleep 0.1; done" &
 pa=$!
-sandbox --rw "$T" -- sh -c "id -u >$T/uid-b; sleep 1" &
+sandbox --rw "$T" -- sh -c "id -u >$T/uid-b
+	for i in \$(seq 300); do [ -s $T/uid-a ] && break; sleep 0.1; done" &
 pb=$!
 wait $pa $pb
 a=$(cat "$T/uid-a" 2>/dev/null)
@@ -85,7 +87,7 @@ disown $victim
 world_host_bg "$PY" -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",4477)); s.listen(); time.sleep(300)'
 extra_pids+=($!)
 disown $!
-sleep 0.3
+for _ in $(seq 100); do world_host ss -Hltn 'sport = :4477' | grep -q . && break; sleep 0.1; done
 cat >"$T/procs.py" <<'PY'
 import ctypes, os, signal, sys
 victim = int(sys.argv[1])
@@ -129,13 +131,17 @@ marked() { # processes whose argv[0] is the marker (sluice's own argv names it t
 	done
 	echo $n
 }
+# The command stays until the test has looked ($T/detached.seen): a
+# fixed lifetime would race the sandbox's start and the look at /proc.
 sandbox --rw "$T" -- bash -c "setsid bash -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 &
 	nohup bash -c 'exec -a $marker sleep 300' </dev/null >/dev/null 2>&1 &
-	for i in \$(seq 50); do [ \$(pgrep -c -x sleep) = 2 ] && break; sleep 0.1; done
-	touch $T/detached; sleep 1" &
+	for i in \$(seq 300); do [ \$(pgrep -c -x sleep) = 2 ] && break; sleep 0.1; done
+	touch $T/detached
+	for i in \$(seq 300); do [ -e $T/detached.seen ] && break; sleep 0.1; done" &
 spid=$!
-for _ in $(seq 100); do [ -e "$T/detached" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -e "$T/detached" ] && break; sleep 0.05; done
 check "the command's detached children run (seen from outside)" 2 "$(marked)"
+touch "$T/detached.seen"
 wait $spid
 for _ in $(seq 40); do [ "$(marked)" = 0 ] && break; sleep 0.05; done
 check "no process the command forked outlives it" 0 "$(marked)"
@@ -229,8 +235,9 @@ while True:
 extra_pids+=($!)
 disown $!
 for _ in $(seq 50); do [ -S "$sockdir/host.sock" ] && break; sleep 0.1; done
+# The listener works: it logs one connection from outside.
 "$PY" -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$sockdir/host.sock" &&
-	sleep 0.2 # the listener works: it logs one connection from outside
+	for _ in $(seq 100); do grep -q connected "$T/sock.log" 2>/dev/null && break; sleep 0.05; done
 out=$(sandbox -- "$PY" -c '
 import socket, sys
 try:
@@ -352,9 +359,17 @@ rm -f "$T/stubborn"
 world_host_bg "$SLUICE" run --rw "$T" -- sh -c "trap '' TERM INT; touch $T/stubborn; sleep 60" \
 	2>"$T/stubborn.err"
 spid=$!
-for _ in $(seq 100); do [ -e "$T/stubborn" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -e "$T/stubborn" ] && break; sleep 0.05; done
 kill -TERM $spid
-sleep 0.5
+# The second only once sluice took the first (two pending would be one).
+for _ in $(seq 100); do
+	term_pending=0
+	for m in $(awk '/^(SigPnd|ShdPnd):/ { print $2 }' "/proc/$spid/status" 2>/dev/null); do
+		(((0x$m >> 14) & 1)) && term_pending=1
+	done
+	[ "$term_pending" = 0 ] && break
+	sleep 0.05
+done
 kill -TERM $spid
 wait $spid
 rc=$?
