@@ -179,7 +179,7 @@ out=$(world_host curl -sS -m 10 -x "http://$GW" http://allowed.test/ka1 http://a
 check "two requests on one kept-alive connection" \
 	"origin GET /ka1 host=allowed.test body=0
 origin GET /ka2 host=allowed.test body=0" "$out"
-sleep 0.3
+wait_grep "$T/audit.log" '"path":"/ka2"'
 c1=$(tail -n 2 "$T/audit.log" | head -1 | sed 's/.*"client":"\([^"]*\)".*/\1/')
 c2=$(tail -n 1 "$T/audit.log" | sed 's/.*"client":"\([^"]*\)".*/\1/')
 check "... each audited, both from the same client connection" "$c1" "$c2"
@@ -299,6 +299,17 @@ PYCHECK
 check "all $lines audit lines are JSON with every field" "0" "$bad"
 
 # ---- reload ----
+reload() { # reload: SIGHUP to the gateway; wait (bounded) for its answer in gw.log
+	local n
+	n=$(grep -cE ': (not )?reloaded' "$T/gw.log")
+	kill -HUP "$gw_pid"
+	for _ in $(seq 100); do
+		[ "$(grep -cE ': (not )?reloaded' "$T/gw.log")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+n_tunnel1=$(origin_has "/tunnel-1")
 rm -f "$T/go"
 # An opaque (protocol: tcp) tunnel is decided once, when it opens; a tunnel
 # that carries plain HTTP has each request decided, by the policy in force.
@@ -308,14 +319,14 @@ tunnel_pid=$!
 world_host "$PY" "$here/lib/rawclient.py" 203.0.113.1 3128 tunnel allowed.test 80 "$T/go" \
 	>"$T/tunnel-http.out" 2>&1 &
 tunnel_http_pid=$!
-sleep 1
+# Both tunnels open, their first request served, before the reload.
+for _ in $(seq 100); do [ "$(origin_has "/tunnel-1")" -ge $((n_tunnel1 + 2)) ] && break; sleep 0.1; done
 policy <<'P'
 version: 1
 allow:
   - host: denied.test
 P
-kill -HUP "$gw_pid"
-sleep 0.5
+reload
 touch "$T/go"
 wait "$tunnel_pid" "$tunnel_http_pid"
 check "a reload does not drop a protocol: tcp tunnel that is already open" \
@@ -327,8 +338,7 @@ check "... and denies what it no longer names" "403" "$(code http://allowed.test
 echo "version: 1
 allow:
   - host: \"*\"" >"$T/policy.yaml"
-kill -HUP "$gw_pid"
-sleep 0.5
+reload
 check "a policy that fails to load is refused, the running one stays" "200" \
 	"$(code http://denied.test/still)"
 check_has "... and the gateway says why" "not reloaded" "$(cat "$T/gw.log")"
@@ -338,16 +348,16 @@ allow:
   - host: private.test
 private_addresses: [10.99.0.0/24]
 P
-kill -HUP "$gw_pid"
-sleep 0.5
+reload
 check "a private range listed in private_addresses is reachable" \
 	"origin GET /listed host=private.test body=0" "$(curl_ http://private.test/listed)"
 
 # ---- rotation and shutdown ----
 mv "$T/audit.log" "$T/audit.log.1"
 kill -USR1 "$gw_pid"
-sleep 0.3
+wait_for_file "$T/audit.log" # the reopen made it
 code http://private.test/rotated >/dev/null
+wait_grep "$T/audit.log" '"path":"/rotated"'
 check_has "SIGUSR1 reopens the audit log" '"path":"/rotated"' "$(cat "$T/audit.log" 2>/dev/null)"
 kill -TERM "$gw_pid"
 for _ in $(seq 50); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
@@ -381,7 +391,7 @@ icode() {
 }
 check "an inspected GET on a path the rule names goes through" "200" \
 	"$(icode --cacert "$T/ca/ca.crt" https://allowed.test/ok/x)"
-sleep 0.2
+wait_grep "$T/audit2.log" '"path":"/ok/x"'
 check_has "... audited as inspected, with its path" \
 	'"method":"GET","host":"allowed.test","port":443,"path":"/ok/x","status":200,"decision":"allow"' \
 	"$(tail -n 1 "$T/audit2.log")"
@@ -393,7 +403,7 @@ check "a method the rule does not name gets 403 inside the tunnel" "403" \
 	"$(icode --cacert "$T/ca/ca.crt" -X DELETE https://allowed.test/ok/x)"
 check "neither reached the origin" "$n_origin" "$(wc -l <"$T/origin.log")"
 check "a client that does not trust the CA gets no answer" "000" "$(icode https://allowed.test/ok/y)"
-sleep 0.3
+wait_grep "$T/audit2.log" '"reason":"client-tls-failed"'
 check_has "... and the refusal is audited" '"reason":"client-tls-failed"' "$(cat "$T/audit2.log")"
 kill -TERM "$gw_pid"
 wait "$gw_pid"

@@ -21,6 +21,8 @@
 #   audit_match STRING...     the records in $T/audit.log that hold every
 #                             one of the strings
 #   audit_count STRING...     how many there are
+#   wait_grep FILE STRING     wait (bounded, 10 s) until FILE holds STRING;
+#                             1 if it does not
 #   finish                    print "N passed, N failed", exit accordingly
 
 passed=0
@@ -75,6 +77,10 @@ audit_match() {
 	printf '%s' "$lines"
 }
 audit_count() { audit_match "$@" | grep -c .; }
+wait_grep() {
+	for _ in $(seq 200); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
 
 # make_keys DIR: two API keys, new for every run, in DIR/openai.key and
 # DIR/anthropic.key (DIR made mode 0700: only root reads them), as
