@@ -339,7 +339,8 @@ pid=$!
 for i in $(seq 100); do [ -e "$T/w/ready" ] && break; sleep 0.05; done
 printf 'version: 1\nallow:\n  - host: first.test\ndeny:\n  - host: named.test\n' >"$T/hup.yaml"
 kill -HUP "$pid"
-sleep 0.5
+# The command goes on once the reload is done.
+for _ in $(seq 100); do grep -q "reloaded" "$T/hup.err" && break; sleep 0.05; done
 touch "$T/w/go"
 wait "$pid"; rc=$?
 check "SIGHUP reloads the policy and the command carries on (exit $rc, $(cat "$T/hup.out"))" \
