@@ -143,7 +143,9 @@ check "a 4 MiB response streams through" "4194304" \
 check "CONNECT tunnel (curl -p) to an allowed host" "origin GET /tunnel host=allowed.test body=0" \
 	"$(curl_ -p http://allowed.test/tunnel)"
 # Plain HTTP inside the tunnel is decided request by request: the CONNECT
-# has its record, and the request inside its own.
+# has its record, and the request inside its own (written when its
+# exchange ends: wait for it, audit_last takes the newest of what is there).
+wait_grep "$T/audit.log" '"path":"/tunnel"'
 check_has "the request inside the tunnel is audited as http" \
 	'"event":"http","client"' "$(audit_last)"
 check_has "... after the tunnel's own record" '"event":"connect"' "$(tail -n 2 "$T/audit.log" | head -n 1)"
