@@ -355,6 +355,13 @@ check "... and nothing was written there" no "$([ -e "$T/audit.log" ] && echo ye
 
 # A command that ignores SIGTERM: the second one ends the sandbox (the
 # operator is never left with only SIGKILL, which skips the teardown).
+sigterm_pending() { # sigterm_pending PID: whether a SIGTERM waits for PID to take it
+	local name mask
+	while read -r name mask; do
+		case $name in SigPnd: | ShdPnd:) (((0x$mask >> 14) & 1)) && return 0 ;; esac
+	done 2>/dev/null <"/proc/$1/status"
+	return 1
+}
 rm -f "$T/stubborn"
 world_host_bg "$SLUICE" run --rw "$T" -- sh -c "trap '' TERM INT; touch $T/stubborn; sleep 60" \
 	2>"$T/stubborn.err"
@@ -362,14 +369,7 @@ spid=$!
 for _ in $(seq 600); do [ -e "$T/stubborn" ] && break; sleep 0.05; done
 kill -TERM $spid
 # The second only once sluice took the first (two pending would be one).
-for _ in $(seq 100); do
-	term_pending=0
-	for m in $(awk '/^(SigPnd|ShdPnd):/ { print $2 }' "/proc/$spid/status" 2>/dev/null); do
-		(((0x$m >> 14) & 1)) && term_pending=1
-	done
-	[ "$term_pending" = 0 ] && break
-	sleep 0.05
-done
+for _ in $(seq 100); do sigterm_pending "$spid" || break; sleep 0.05; done
 kill -TERM $spid
 wait $spid
 rc=$?
