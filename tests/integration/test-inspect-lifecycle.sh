@@ -738,9 +738,18 @@ wait_until() { # wait_until TENTHS COMMAND...: run COMMAND until it succeeds, TE
 	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
 	return 1
 }
+# shellcheck disable=SC2317 # called through wait_until
 origin_got() { grep -qF -- "REQ $1 " "$T/lc.log"; } # origin_got "METHOD TARGET": the origin has it
-# How many connects sluice has outstanding to $Z (whose SYNs are dropped).
+# How many connects sluice has outstanding to $Z (whose SYNs are dropped),
+# and how many clients are connected to it.
+# shellcheck disable=SC2317 # called through wait_until
 connecting_z() { world_host ss -Htn state syn-sent "( dst $Z )" | grep -c .; }
+# shellcheck disable=SC2317 # called through wait_until
+clients() { world_host ss -Htn state established '( dport = :3128 )' | grep -c .; }
+# shellcheck disable=SC2317 # called through wait_until
+at_least() { [ "$("$2")" -ge "$1" ]; } # at_least N COUNTER: COUNTER says N or more
+# shellcheck disable=SC2317 # called through wait_until
+none() { [ "$("$1")" = 0 ]; } # none COUNTER: COUNTER says 0
 reload() { # reload: SIGHUP to $GW; wait (bounded) for its answer on stderr
 	local n
 	n=$(grep -cE ': (not )?reloaded' "$T/gw.err")
@@ -865,8 +874,10 @@ sleep 0.3
 p=$(upconns)
 check "200 connections to 10 hosts: all answered; at most 32 idle upstream connections in all ($p)" \
 	"200=400 yes" "$out $([ "$p" -le 32 ] && [ "$p" -ge 10 ] && echo yes)"
-check "... one audit record per request, none lost" "$((400 * 7))" \
-	"$(tail -n +"$((n_audit0 + 1))" "$T/audit.log" | grep -c '"path":"/ok"')"
+# A record is written when its exchange ends, after the client may be done.
+n_ok() { tail -n +"$((n_audit0 + 1))" "$T/audit.log" | grep -c '"path":"/ok"'; }
+wait_until 100 at_least $((400 * 7)) n_ok
+check "... one audit record per request, none lost" "$((400 * 7))" "$(n_ok)"
 
 # ---- backpressure ----
 # A client that stops reading a 32 MiB download: sluice stops reading the
@@ -946,7 +957,7 @@ check "after 4 s of random requests and aborts (and a reload), sluice still serv
 cl get h2.lc.test /ok >/dev/null # pooled
 # The chaos's own connects to $Z must be gone, so that one seen below is
 # the /connecting exchange's.
-wait_until 150 test "$(connecting_z)" = 0
+wait_until 150 none connecting_z
 bg=()
 cl idle h3.lc.test 20 >"$T/s.idle" & bg+=($!)
 cl hold h1.lc.test "/hang?secs=20&id=shutdown" >"$T/s.hang" & bg+=($!)
@@ -962,8 +973,8 @@ wait_until 150 origin_got "GET /hang?secs=20&id=shutdown"
 wait_until 150 origin_got "GET /sse?id=shutdown"
 wait_until 150 origin_got "POST /upload?wait=8"
 wait_until 150 grep -qxF "DNS-DROP slow1.lc.test" "$T/lc.log"
-wait_until 150 test "$(connecting_z)" -ge 1
-wait_until 150 test "$(world_host ss -Htn state established '( dport = :3128 )' | grep -c .)" -ge 7
+wait_until 150 at_least 1 connecting_z
+wait_until 150 at_least 7 clients
 t0=$(date +%s%N)
 kill -TERM "$GW"
 wait "$GW"
