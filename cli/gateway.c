@@ -2,7 +2,8 @@
 /*
  * sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]
  *                [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]
- *                [--ca-dir DIR] [--upstream-ca FILE] [limits...]
+ *                [--ca-dir DIR] [--upstream-ca FILE] [--gateway-user USER|UID]
+ *                [limits...]
  *
  * Runs the gateway on its own: an explicit proxy (CONNECT and absolute-form
  * HTTP/1.1) that lets through exactly what the policy allows, resolving
@@ -15,8 +16,17 @@
  * could change it, or sends a secret somewhere new leaves the running one in
  * force; a SIGHUP the kernel sends for a terminal hangup is ignored),
  * SIGUSR1 reopens the audit log, SIGINT and SIGTERM stop it.
+ *
+ * Once everything it needs is open and loaded, and before it reads a byte
+ * from a client, the process confines itself (confine.h): as root, to a uid
+ * of its own (allocated, or --gateway-user), chrooted into an empty
+ * directory; always without capabilities, with no_new_privs and a seccomp
+ * allowlist. The policy and the audit log are then reopened for it by a
+ * reader process forked early (gateway-reader.h).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -24,20 +34,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include <openssl/x509.h>
+
 #include "cli.h"
+#include "confine.h"
+#include "gateway-reader.h"
 #include "gateway.h"
 #include "macro.h"
+#include "netns.h"
 #include "policy-file.h"
 #include "tls-setup.h"
+
+/* Where a gateway started as root is chrooted: empty, root's, not
+ * writable by anyone (made if missing). */
+#define SL_GW_EMPTY_DIR "/run/sluice/empty"
 
 struct gw_cli {
 	const char *policy_path;
 	struct sl_gw *gw;
 	struct sl_audit *audit;
-	struct sl_gw_resolver *resolver;
+	struct sl_gw_resolver *resolver_h;
 	struct sl_tls_setup tls;
 	uv_signal_t sig_usr1, sig_int, sig_term;
 	/* SIGHUP comes through a signalfd, not uv_signal: only its siginfo
@@ -45,6 +65,18 @@ struct gw_cli {
 	int hup_fd;
 	uv_poll_t hup_poll;
 	bool hup_polling;
+	/* The options the setup reads. */
+	const char *listen, *audit_path, *resolver, *dns, *ca_dir, *upstream_ca;
+	const char *gateway_user;
+	/* Who the gateway becomes (confine.h), and the uid's lock when it
+	 * was allocated (-1 otherwise). */
+	struct sl_gw_confine confine;
+	int uid_lock;
+	/* Reopens the policy and the audit log once the gateway can no
+	 * longer (gateway-reader.h). */
+	struct sl_gw_reader reader;
+	uv_poll_t reader_poll;
+	bool reader_polling;
 };
 
 static void gateway_usage(FILE *f)
@@ -54,11 +86,20 @@ static void gateway_usage(FILE *f)
 	      "                      [--connect-timeout MS] [--idle-timeout MS]\n"
 	      "                      [--header-timeout MS] [--max-header-bytes N]\n"
 	      "                      [--max-connections N] [--ca-dir DIR] [--upstream-ca FILE]\n"
+	      "                      [--gateway-user USER|UID]\n"
 	      "\n"
 	      "Hosts whose rules name methods, paths or a credential are inspected: give\n"
 	      "--ca-dir DIR, where sluice keeps its CA (ca.key, mode 0600; ca.crt and\n"
 	      "ca-bundle.crt for clients to trust). --upstream-ca FILE verifies origins\n"
-	      "against FILE instead of the system's trust store.\n",
+	      "against FILE instead of the system's trust store.\n"
+	      "\n"
+	      "Before serving, the gateway confines itself: started as root, it runs as a\n"
+	      "uid of its own (allocated, or --gateway-user USER|UID), chrooted into an\n"
+	      "empty " SL_GW_EMPTY_DIR "; always without capabilities, with no_new_privs,\n"
+	      "and allowed only the system calls serving needs (sockets it has or makes to\n"
+	      "the Internet, its event loop, memory, time, randomness): any other call\n"
+	      "kills it, opening a file fails. A reader process forked at start reopens\n"
+	      "the policy (SIGHUP) and the audit log (SIGUSR1) for it.\n",
 	      f);
 }
 
@@ -86,18 +127,38 @@ static bool policy_ok(const struct gw_cli *g, const struct sl_policy *p, bool re
 	return !reload || sl_tls_covers(&g->tls, p, err, errlen);
 }
 
+static void not_reloaded(const struct gw_cli *g)
+{
+	fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy stays in force\n",
+		g->policy_path);
+}
+
+/* SIGHUP: the reader opens the file by its name, so a policy replaced by
+ * an editor or `mv` is the one read (gateway-reader.h); its answer comes
+ * to on_reader(). */
 static void reload(struct gw_cli *g)
+{
+	int r = sl_gw_reader_ask(&g->reader, SL_READER_POLICY);
+
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: asking the policy reader for %s: %s\n",
+			g->policy_path, r == -EPIPE ? "it is gone" : strerror(-r));
+		not_reloaded(g);
+	}
+}
+
+/* The reader's fd of the policy, opened and checked as at start. */
+static void reload_fd(struct gw_cli *g, int fd)
 {
 	struct sl_policy *p = NULL;
 	char err[512];
 
-	if (load_policy(g->policy_path, &p) < 0 || !policy_ok(g, p, true, err, sizeof(err)) ||
+	if (sl_cli_policy_load_fd("sluice gateway", fd, g->policy_path, &p) < 0 ||
+	    !policy_ok(g, p, true, err, sizeof(err)) ||
 	    sl_tls_reloaded(&g->tls, p) < 0) {
 		if (p)
 			fprintf(stderr, "%s\n", err);
-		fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy "
-				"stays in force\n",
-			g->policy_path);
+		not_reloaded(g);
 		sl_policy_free(p);
 		return;
 	}
@@ -132,6 +193,47 @@ static void on_hup(uv_poll_t *h, int status, int events)
 		reload(g);
 }
 
+static void stop_reader_poll(struct gw_cli *g)
+{
+	if (g->reader_polling) {
+		uv_close((uv_handle_t *)&g->reader_poll, NULL);
+		g->reader_polling = false;
+	}
+}
+
+/* Every answer the reader has sent (one per question). */
+static void on_reader(uv_poll_t *h, int status, int events)
+{
+	struct gw_cli *g = h->data;
+	enum sl_reader_what what;
+	unsigned n = 0;
+	int fd;
+
+	(void)status;
+	(void)events;
+	/* Bounded: one answer per SIGHUP or SIGUSR1 asked. */
+	while (n++ < 64 && (fd = sl_gw_reader_answer(&g->reader, &what)) != -EAGAIN) {
+		if (fd == -EPIPE || fd == -EPROTO) {
+			fprintf(stderr,
+				"sluice gateway: the policy reader is gone: the policy and the "
+				"audit log can no longer be reopened (restart sluice gateway)\n");
+			stop_reader_poll(g);
+			sl_gw_reader_stop(&g->reader);
+			return;
+		}
+		if (what == SL_READER_POLICY) {
+			if (fd < 0)
+				not_reloaded(g);
+			else
+				reload_fd(g, fd);
+		} else if (what == SL_READER_AUDIT && fd >= 0 && g->audit) {
+			sl_audit_reopen_fd(g->audit, fd);
+		} else if (fd >= 0) {
+			close(fd);
+		}
+	}
+}
+
 static void hup_closed(uv_handle_t *h)
 {
 	struct gw_cli *g = h->data;
@@ -144,18 +246,23 @@ static void on_signal(uv_signal_t *s, int signum)
 	struct gw_cli *g = s->data;
 
 	if (signum == SIGUSR1) {
-		if (g->audit && sl_audit_reopen(g->audit) < 0)
-			fprintf(stderr, "sluice gateway: cannot reopen the audit log: %m\n");
+		/* The reader opens it (it says why when it cannot: the old file
+		 * is written to meanwhile); stdout is not reopened. */
+		if (g->audit && g->audit_path && strcmp(g->audit_path, "-") &&
+		    sl_gw_reader_ask(&g->reader, SL_READER_AUDIT) < 0)
+			fprintf(stderr, "sluice gateway: cannot reopen the audit log: the "
+					"policy reader is gone\n");
 		return;
 	}
 	/* SIGINT, SIGTERM: stop accepting, close everything, let the loop
 	 * run dry. */
 	sl_gw_shutdown(g->gw);
-	sl_gw_resolver_free(g->resolver);
+	sl_gw_resolver_free(g->resolver_h);
 	if (g->hup_polling) {
 		uv_close((uv_handle_t *)&g->hup_poll, hup_closed);
 		g->hup_polling = false;
 	}
+	stop_reader_poll(g);
 	uv_close((uv_handle_t *)&g->sig_usr1, NULL);
 	uv_close((uv_handle_t *)&g->sig_int, NULL);
 	uv_close((uv_handle_t *)&g->sig_term, NULL);
@@ -166,7 +273,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void stop_after_setup(struct gw_cli *g, uv_loop_t *loop)
 {
 	sl_gw_shutdown(g->gw);
-	sl_gw_resolver_free(g->resolver);
+	sl_gw_resolver_free(g->resolver_h);
 	uv_run(loop, UV_RUN_DEFAULT);
 	uv_loop_close(loop);
 	sl_audit_close(g->audit);
@@ -189,6 +296,249 @@ static int parse_num(const char *flag, const char *s, unsigned long max, unsigne
 	return 0;
 }
 
+/* /run/sluice/empty, made if missing, and refused unless it is a directory
+ * (not a symlink) of root's, mode 0555, with nothing in it, in a
+ * /run/sluice that only root can change: whoever could put something
+ * there would give the confined gateway a file system again. */
+static int empty_dir(char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST)
+		return snprintf(err, errlen, "/run/sluice: %m"), -errno;
+	if (lstat("/run/sluice", &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022))
+		return snprintf(err, errlen,
+				"/run/sluice: not a directory of root's that only root can write"),
+		       -EPERM;
+	if (mkdir(SL_GW_EMPTY_DIR, 0555) == 0 && chmod(SL_GW_EMPTY_DIR, 0555) < 0)
+		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m"), -errno;
+	fd = open(SL_GW_EMPTY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m (it must be a directory, "
+					     "not a symlink)"),
+		       -errno;
+	if (fstat(fd, &st) < 0)
+		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m"), -errno;
+	if (st.st_uid != 0 || st.st_gid != 0 || (st.st_mode & 07777) != 0555)
+		return snprintf(err, errlen,
+				SL_GW_EMPTY_DIR ": must be root:root, mode 0555 (rmdir it: "
+						"sluice makes it again)"),
+		       -EPERM;
+	d = fdopendir(TAKE_FD(fd));
+	if (!d)
+		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m"), -errno;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(err, errlen, SL_GW_EMPTY_DIR ": must be empty, holds '%s'",
+				 e->d_name);
+			r = -ENOTEMPTY;
+			break;
+		}
+	closedir(d);
+	return r;
+}
+
+/* Who the gateway becomes, before anything secret is loaded: as root, a
+ * uid of its own (allocated, or --gateway-user), chrooted; unprivileged,
+ * its own ids. Then the reader, forked now so that its memory never holds
+ * the CA key or a secret. */
+static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
+{
+	struct sl_netns_user u;
+	int r;
+
+	g->confine = (struct sl_gw_confine){ .uid = (uid_t)-1, .gid = (gid_t)-1 };
+	if (geteuid() != 0) {
+		if (g->gateway_user)
+			return snprintf(err, errlen,
+					"--gateway-user %s: only root can change users "
+					"(unprivileged, the gateway keeps its own)",
+					g->gateway_user),
+			       -EPERM;
+	} else {
+		if (g->gateway_user) {
+			r = sl_netns_user_resolve(g->gateway_user, &u, err, errlen);
+			if (r < 0) {
+				char why[256];
+
+				snprintf(why, sizeof(why), "%s", err);
+				return snprintf(err, errlen, "--gateway-user %s: %s",
+						g->gateway_user, why),
+				       r;
+			}
+		} else {
+			r = sl_netns_user_allocate(NULL, &u, &g->uid_lock, err, errlen);
+			if (r < 0)
+				return r;
+		}
+		g->confine.uid = u.uid;
+		g->confine.gid = u.gid;
+		r = empty_dir(err, errlen);
+		if (r < 0)
+			return r;
+		g->confine.empty_dir = SL_GW_EMPTY_DIR;
+	}
+	return sl_gw_reader_start(&g->reader, "sluice gateway", g->policy_path, g->audit_path,
+				  g->uid_lock >= 0 ? g->confine.uid : (uid_t)-1, g->uid_lock, err,
+				  errlen);
+}
+
+/* OpenSSL looks the system's store up lazily (at the first upstream
+ * connection, by hashed names in a directory): a confined gateway cannot
+ * open it then. The bundle file is loaded now instead, whole (SSL_CERT_FILE
+ * as OpenSSL honours it; the hashed directory, SSL_CERT_DIR, is not read:
+ * on Debian the bundle holds every certificate it does). */
+static const char *upstream_trust(const char *upstream_ca)
+{
+	const char *env;
+
+	if (upstream_ca)
+		return upstream_ca;
+	env = getenv(X509_get_default_cert_file_env());
+	return env && *env ? env : X509_get_default_cert_file();
+}
+
+/* Setup done, sockets listening: confine, then serve until a signal. */
+static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
+{
+	char err[512] = "";
+	uid_t uid = getuid(); /* once confined, not even that can be asked */
+	int r;
+
+	if (g->reader.fd >= 0 && uv_poll_init(loop, &g->reader_poll, g->reader.fd) == 0) {
+		g->reader_poll.data = g;
+		g->reader_polling = true;
+		uv_poll_start(&g->reader_poll, UV_READABLE, on_reader);
+	} else {
+		fprintf(stderr, "sluice gateway: polling the policy reader failed\n");
+		stop_after_setup(g, loop);
+		return SL_EXIT_FAILURE;
+	}
+	r = sl_gw_confine(&g->confine, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: cannot confine the gateway: %s; not serving\n",
+			err);
+		stop_after_setup(g, loop);
+		return SL_EXIT_FAILURE;
+	}
+	if (g->confine.uid != (uid_t)-1)
+		fprintf(stderr, "sluice gateway: confined: uid %u, gid %u, in %s, no capabilities, "
+				"seccomp allowlist\n",
+			(unsigned)g->confine.uid, (unsigned)g->confine.gid, g->confine.empty_dir);
+	else
+		fprintf(stderr, "sluice gateway: confined: uid %u (unprivileged), no capabilities, "
+				"seccomp allowlist\n",
+			(unsigned)uid);
+	fprintf(stderr, "sluice gateway: proxy on %s, policy %s\n", g->listen, g->policy_path);
+	if (g->tls.ca)
+		fprintf(stderr, "sluice gateway: inspecting TLS with the CA in %s (clients trust %s)\n",
+			g->ca_dir, g->tls.bundle);
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_loop_close(loop);
+	sl_audit_close(g->audit);
+	sl_tls_setup_done(&g->tls);
+	return SL_EXIT_OK;
+}
+
+/* Load, open and bind everything; an SL_EXIT_ code. */
+static int setup_and_serve(struct gw_cli *g, struct sl_gw_config *cfg, uv_loop_t *loop,
+			   sigset_t *hup)
+{
+	struct sl_policy *policy = NULL;
+	char err[512] = "";
+	int r;
+
+	if (load_policy(g->policy_path, &policy) < 0)
+		return SL_EXIT_INVALID;
+	g->tls.prog = "sluice gateway";
+	if (g->ca_dir) {
+		r = sl_tls_open_ca_dir(&g->tls, g->ca_dir, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "sluice gateway: %s\n", err);
+			sl_tls_setup_done(&g->tls);
+			sl_policy_free(policy);
+			return SL_EXIT_FAILURE;
+		}
+	}
+	/* No sandbox user here: a secret file must still be root's (or
+	 * ours) alone. */
+	if (!policy_ok(g, policy, false, err, sizeof(err)) ||
+	    sl_tls_load_secrets(&g->tls, policy, (uid_t)-1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
+		sl_tls_setup_done(&g->tls);
+		sl_policy_free(policy);
+		return SL_EXIT_INVALID;
+	}
+	if (g->audit_path) {
+		r = sl_audit_open(g->audit_path, &g->audit);
+		if (r < 0) {
+			fprintf(stderr, "sluice gateway: --audit '%s': %s\n", g->audit_path,
+				strerror(-r));
+			sl_tls_setup_done(&g->tls);
+			sl_policy_free(policy);
+			return SL_EXIT_FAILURE;
+		}
+	}
+	r = sl_gw_resolver_new(loop, g->resolver, &g->resolver_h, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
+		sl_policy_free(policy);
+		sl_audit_close(g->audit);
+		sl_tls_setup_done(&g->tls);
+		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
+	}
+	r = sl_gw_new(loop, cfg, policy, g->resolver_h, g->audit, &g->gw);
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", strerror(-r));
+		sl_policy_free(policy);
+		sl_gw_resolver_free(g->resolver_h);
+		uv_run(loop, UV_RUN_DEFAULT);
+		sl_audit_close(g->audit);
+		sl_tls_setup_done(&g->tls);
+		return SL_EXIT_FAILURE;
+	}
+	r = sl_tls_apply(&g->tls, g->gw, upstream_trust(g->upstream_ca), err, sizeof(err));
+	if (r < 0)
+		r = -EIO; /* SL_EXIT_FAILURE, as before */
+	if (r >= 0)
+		r = sl_gw_listen_proxy(g->gw, g->listen, err, sizeof(err));
+	if (r >= 0 && g->dns)
+		r = sl_gw_listen_dns(g->gw, g->dns, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: %s\n", err);
+		stop_after_setup(g, loop);
+		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
+	}
+
+	/* Without it, SIGHUP would stay blocked and never reload: refuse to
+	 * run rather than ignore the operator. */
+	g->hup_fd = signalfd(-1, hup, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (g->hup_fd < 0 || uv_poll_init(loop, &g->hup_poll, g->hup_fd) < 0) {
+		fprintf(stderr, "sluice gateway: a signalfd for SIGHUP: %s\n",
+			g->hup_fd < 0 ? strerror(errno) : "uv_poll_init failed");
+		sl_closep(&g->hup_fd);
+		stop_after_setup(g, loop);
+		return SL_EXIT_FAILURE;
+	}
+	g->hup_poll.data = g;
+	g->hup_polling = true;
+	uv_poll_start(&g->hup_poll, UV_READABLE, on_hup);
+	uv_signal_init(loop, &g->sig_usr1);
+	uv_signal_init(loop, &g->sig_int);
+	uv_signal_init(loop, &g->sig_term);
+	g->sig_usr1.data = g->sig_int.data = g->sig_term.data = g;
+	uv_signal_start(&g->sig_usr1, on_signal, SIGUSR1);
+	uv_signal_start(&g->sig_int, on_signal, SIGINT);
+	uv_signal_start(&g->sig_term, on_signal, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+	return confine_and_serve(g, loop);
+}
+
 int sl_cmd_gateway(int argc, char **argv)
 {
 	enum {
@@ -201,7 +551,8 @@ int sl_cmd_gateway(int argc, char **argv)
 		O_MHB,
 		O_MC,
 		O_DNS,
-		O_CA_DIR
+		O_CA_DIR,
+		O_GW_USER
 	};
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
@@ -212,6 +563,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "upstream-ca", required_argument, NULL, O_UPSTREAM_CA },
 		{ "ca-dir", required_argument, NULL, O_CA_DIR },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
+		{ "gateway-user", required_argument, NULL, O_GW_USER },
 		{ "connect-timeout", required_argument, NULL, O_CT },
 		{ "idle-timeout", required_argument, NULL, O_IT },
 		{ "header-timeout", required_argument, NULL, O_HT },
@@ -220,11 +572,8 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct gw_cli g = { .hup_fd = -1 };
+	struct gw_cli g = { .hup_fd = -1, .uid_lock = -1, .reader = { .fd = -1 } };
 	struct sl_gw_config cfg;
-	struct sl_policy *policy = NULL;
-	const char *listen = NULL, *audit_path = NULL, *resolver = NULL, *dns = NULL;
-	const char *ca_dir = NULL, *upstream_ca = NULL;
 	uv_loop_t *loop;
 	unsigned long v;
 	char err[512] = "";
@@ -250,25 +599,28 @@ int sl_cmd_gateway(int argc, char **argv)
 			g.policy_path = optarg;
 			break;
 		case 'l':
-			listen = optarg;
+			g.listen = optarg;
 			break;
 		case 'a':
-			audit_path = optarg;
+			g.audit_path = optarg;
 			break;
 		case O_DNS:
-			dns = optarg;
+			g.dns = optarg;
 			break;
 		case O_RESOLVER:
-			resolver = optarg;
+			g.resolver = optarg;
 			break;
 		case O_UPSTREAM_CA:
-			upstream_ca = optarg;
+			g.upstream_ca = optarg;
 			break;
 		case O_CA_DIR:
-			ca_dir = optarg;
+			g.ca_dir = optarg;
 			break;
 		case O_SANDBOX:
 			cfg.sandbox = optarg;
+			break;
+		case O_GW_USER:
+			g.gateway_user = optarg;
 			break;
 		case O_CT:
 		case O_IT:
@@ -306,7 +658,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		fprintf(stderr, "sluice gateway: unexpected argument '%s'\n", argv[optind]);
 		return SL_EXIT_USAGE;
 	}
-	if (!g.policy_path || !listen) {
+	if (!g.policy_path || !g.listen) {
 		fprintf(stderr, "sluice gateway: --policy and --listen are required\n");
 		gateway_usage(stderr);
 		return SL_EXIT_USAGE;
@@ -317,96 +669,19 @@ int sl_cmd_gateway(int argc, char **argv)
 			err);
 		return SL_EXIT_USAGE;
 	}
-	if (load_policy(g.policy_path, &policy) < 0)
-		return SL_EXIT_INVALID;
-	g.tls.prog = "sluice gateway";
-	if (ca_dir) {
-		r = sl_tls_open_ca_dir(&g.tls, ca_dir, err, sizeof(err));
-		if (r < 0) {
-			fprintf(stderr, "sluice gateway: %s\n", err);
-			sl_tls_setup_done(&g.tls);
-			sl_policy_free(policy);
-			return SL_EXIT_FAILURE;
-		}
-	}
-	/* No sandbox user here: a secret file must still be root's (or
-	 * ours) alone. */
-	if (!policy_ok(&g, policy, false, err, sizeof(err)) ||
-	    sl_tls_load_secrets(&g.tls, policy, (uid_t)-1, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sluice gateway: %s\n", err);
-		sl_tls_setup_done(&g.tls);
-		sl_policy_free(policy);
-		return SL_EXIT_INVALID;
-	}
-	if (audit_path) {
-		r = sl_audit_open(audit_path, &g.audit);
-		if (r < 0) {
-			fprintf(stderr, "sluice gateway: --audit '%s': %s\n", audit_path, strerror(-r));
-			sl_tls_setup_done(&g.tls);
-			sl_policy_free(policy);
-			return SL_EXIT_FAILURE;
-		}
-	}
-	r = sl_gw_resolver_new(loop, resolver, &g.resolver, err, sizeof(err));
+	r = prepare_confinement(&g, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "sluice gateway: %s\n", err);
-		sl_policy_free(policy);
-		sl_audit_close(g.audit);
-		sl_tls_setup_done(&g.tls);
-		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
+		fprintf(stderr, "sluice gateway: %s; not serving\n", err);
+		r = r == -EPERM && g.gateway_user && geteuid() != 0 ? SL_EXIT_USAGE
+								     : SL_EXIT_FAILURE;
+	} else {
+		r = setup_and_serve(&g, &cfg, loop, &hup);
 	}
-	r = sl_gw_new(loop, &cfg, policy, g.resolver, g.audit, &g.gw);
-	if (r < 0) {
-		fprintf(stderr, "sluice gateway: %s\n", strerror(-r));
-		sl_policy_free(policy);
-		sl_gw_resolver_free(g.resolver);
-		uv_run(loop, UV_RUN_DEFAULT);
-		sl_audit_close(g.audit);
-		sl_tls_setup_done(&g.tls);
-		return SL_EXIT_FAILURE;
-	}
-	r = sl_tls_apply(&g.tls, g.gw, upstream_ca, err, sizeof(err));
-	if (r < 0)
-		r = -EIO; /* SL_EXIT_FAILURE, as before */
-	if (r >= 0)
-		r = sl_gw_listen_proxy(g.gw, listen, err, sizeof(err));
-	if (r >= 0 && dns)
-		r = sl_gw_listen_dns(g.gw, dns, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "sluice gateway: %s\n", err);
-		stop_after_setup(&g, loop);
-		return r == -EINVAL ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
-	}
-
-	/* Without it, SIGHUP would stay blocked and never reload: refuse to
-	 * run rather than ignore the operator. */
-	g.hup_fd = signalfd(-1, &hup, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (g.hup_fd < 0 || uv_poll_init(loop, &g.hup_poll, g.hup_fd) < 0) {
-		fprintf(stderr, "sluice gateway: a signalfd for SIGHUP: %s\n",
-			g.hup_fd < 0 ? strerror(errno) : "uv_poll_init failed");
-		sl_closep(&g.hup_fd);
-		stop_after_setup(&g, loop);
-		return SL_EXIT_FAILURE;
-	}
-	g.hup_poll.data = &g;
-	g.hup_polling = true;
-	uv_poll_start(&g.hup_poll, UV_READABLE, on_hup);
-	uv_signal_init(loop, &g.sig_usr1);
-	uv_signal_init(loop, &g.sig_int);
-	uv_signal_init(loop, &g.sig_term);
-	g.sig_usr1.data = g.sig_int.data = g.sig_term.data = &g;
-	uv_signal_start(&g.sig_usr1, on_signal, SIGUSR1);
-	uv_signal_start(&g.sig_int, on_signal, SIGINT);
-	uv_signal_start(&g.sig_term, on_signal, SIGTERM);
-	signal(SIGPIPE, SIG_IGN);
-
-	fprintf(stderr, "sluice gateway: proxy on %s, policy %s\n", listen, g.policy_path);
-	if (g.tls.ca)
-		fprintf(stderr, "sluice gateway: inspecting TLS with the CA in %s (clients trust %s)\n",
-			ca_dir, g.tls.bundle);
-	uv_run(loop, UV_RUN_DEFAULT);
-	uv_loop_close(loop);
-	sl_audit_close(g.audit);
-	sl_tls_setup_done(&g.tls);
-	return SL_EXIT_OK;
+	/* The reader releases an allocated uid once we are gone; without a
+	 * reader, we still hold the ids and release it ourselves. */
+	if (g.reader.fd >= 0)
+		sl_gw_reader_stop(&g.reader);
+	else if (g.uid_lock >= 0)
+		sl_netns_user_release(NULL, g.confine.uid, TAKE_FD(g.uid_lock));
+	return r;
 }

@@ -12,7 +12,6 @@
 int sl_cli_policy_load(const char *prog, const char *path, const char *const *sandbox_writable,
 		       struct sl_policy **ret)
 {
-	struct sl_diags d = {0};
 	_cleanup_close_ int fd = -1;
 	char err[1024];
 	int r;
@@ -24,7 +23,16 @@ int sl_cli_policy_load(const char *prog, const char *path, const char *const *sa
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return r;
 	}
-	r = sl_policy_load_fd(fd, path, ret, &d);
+	return sl_cli_policy_load_fd(prog, TAKE_FD(fd), path, ret);
+}
+
+int sl_cli_policy_load_fd(const char *prog, int fd, const char *path, struct sl_policy **ret)
+{
+	_cleanup_close_ int owned = fd;
+	struct sl_diags d = {0};
+	int r;
+
+	r = sl_policy_load_fd(owned, path, ret, &d);
 	for (size_t i = 0; i < d.n; i++)
 		fprintf(stderr, "%s\n", d.msgs[i]);
 	sl_diags_clear(&d);

@@ -23,6 +23,10 @@
 int sl_cli_policy_load(const char *prog, const char *path, const char *const *sandbox_writable,
 		       struct sl_policy **ret);
 
+/* The same, for a file another process opened and checked as above (a
+ * confined gateway cannot open files: gateway-reader.h). Takes fd. */
+int sl_cli_policy_load_fd(const char *prog, int fd, const char *path, struct sl_policy **ret);
+
 /*
  * Is a SIGHUP with this si_code a request to reload? Only when a process
  * sent it (kill, sigqueue, tgkill). The kernel sends SIGHUP too (si_code

@@ -250,6 +250,22 @@ int sl_audit_reopen(struct sl_audit *a)
 	return 0;
 }
 
+int sl_audit_open_fd(const char *path)
+{
+	return open_log(path);
+}
+
+void sl_audit_reopen_fd(struct sl_audit *a, int fd)
+{
+	if (!a->path) {
+		close(fd);
+		return;
+	}
+	close(a->fd);
+	a->fd = fd;
+	a->regular = is_regular(fd);
+}
+
 /* The log is broken from here on: every later write says so at once. A
  * log with a hole in it must not go on as if it were whole, and what
  * serves the sandbox stops on it (sl_audit_error). */

@@ -44,6 +44,12 @@ struct sl_audit;
 int sl_audit_open(const char *path, struct sl_audit **ret);
 /* Reopen the same path (log rotation on SIGUSR1). */
 int sl_audit_reopen(struct sl_audit *a);
+/* The same in two halves, for a process that can no longer open files
+ * (confine.h): another opens the path as the log is opened (an fd, or a
+ * negative errno), and the log takes that fd in place of its own (closing
+ * the old one; a log on stdout closes fd and ignores it). */
+int sl_audit_open_fd(const char *path);
+void sl_audit_reopen_fd(struct sl_audit *a, int fd);
 /* Write one record. Blocks until the whole line is written: nothing is
  * dropped. Returns 0 or a negative errno. A failed write (a short one to
  * a file included: the disk is full) is final: every later one returns

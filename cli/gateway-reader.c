@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* The policy and audit log reader of a confined gateway (gateway-reader.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "gateway-reader.h"
+#include "macro.h"
+#include "netns.h"
+#include "safe-file.h"
+
+struct answer {
+	char what;
+	int32_t error; /* 0: an fd comes with it */
+};
+
+static int send_answer(int sock, char what, int fd, int error)
+{
+	struct answer a = { .what = what, .error = error };
+	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	/* MSG_NOSIGNAL: a gateway gone in between must not kill us before
+	 * the uid is released. */
+	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* One file, opened as at start: the policy with the trust checks of
+ * policy-file.c (root trusts root; an unprivileged sluice its own user),
+ * the audit log as audit.c opens it. */
+static int open_one(const char *prog, char what, const char *policy_path, const char *audit_path)
+{
+	char err[1024];
+	int fd = -1, r;
+
+	if (what == SL_READER_POLICY) {
+		r = sl_safe_file_open(policy_path, geteuid(), NULL, 0, &fd, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "%s: %s\n", prog, err);
+			return r;
+		}
+		return fd;
+	}
+	if (what == SL_READER_AUDIT && audit_path) {
+		fd = sl_audit_open_fd(audit_path);
+		if (fd < 0)
+			fprintf(stderr, "%s: --audit '%s': cannot reopen it: %s\n", prog, audit_path,
+				strerror(-fd));
+		return fd;
+	}
+	return -EINVAL;
+}
+
+/* Every fd but stdio, the socket and the lock: nothing of the gateway's
+ * (its listeners, its epoll) stays open here. */
+static void close_others(int keep_a, int keep_b)
+{
+	int lo = keep_a < keep_b ? keep_a : keep_b, hi = keep_a < keep_b ? keep_b : keep_a;
+
+	if (lo < 3)
+		lo = hi; /* one of them is -1 */
+	if (lo > 3)
+		close_range(3, lo - 1, 0);
+	if (hi > lo + 1)
+		close_range(lo + 1, hi - 1, 0);
+	close_range(hi + 1, ~0u, 0);
+}
+
+__attribute__((noreturn)) static void reader_main(int sock, const char *prog,
+						   const char *policy_path, const char *audit_path,
+						   uid_t release_uid, int lock_fd)
+{
+	close_others(sock, lock_fd);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	if (audit_path && !strcmp(audit_path, "-"))
+		audit_path = NULL;
+	for (;;) {
+		char what;
+		ssize_t n = recv(sock, &what, 1, 0);
+		int fd;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* the gateway is gone */
+		fd = open_one(prog, what, policy_path, audit_path);
+		if (send_answer(sock, what, fd, fd < 0 ? -fd : 0) < 0) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (release_uid != (uid_t)-1)
+		sl_netns_user_release(NULL, release_uid, lock_fd);
+	_exit(0);
+}
+
+int sl_gw_reader_start(struct sl_gw_reader *r, const char *prog, const char *policy_path,
+		       const char *audit_path, uid_t release_uid, int lock_fd, char *err,
+		       size_t errlen)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		snprintf(err, errlen, "a socket for the policy reader: %s", strerror(errno));
+		return -errno;
+	}
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		snprintf(err, errlen, "forking the policy reader: %s", strerror(e));
+		return -e;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		reader_main(sv[1], prog, policy_path, audit_path, release_uid, lock_fd);
+	}
+	close(sv[1]);
+	r->pid = pid;
+	r->fd = sv[0];
+	return 0;
+}
+
+int sl_gw_reader_ask(struct sl_gw_reader *r, enum sl_reader_what what)
+{
+	char c = (char)what;
+
+	if (r->fd < 0)
+		return -EPIPE;
+	return send(r->fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1 ? 0 : -errno;
+}
+
+int sl_gw_reader_answer(struct sl_gw_reader *r, enum sl_reader_what *ret_what)
+{
+	struct answer a;
+	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	int fd = -1;
+	ssize_t n;
+
+	if (r->fd < 0)
+		return -EPIPE;
+	n = recvmsg(r->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	if (n == 0)
+		return -EPIPE;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (n != (ssize_t)sizeof(a) || (m.msg_flags & MSG_CTRUNC) || (a.error == 0) != (fd >= 0)) {
+		if (fd >= 0)
+			close(fd);
+		return -EPROTO;
+	}
+	*ret_what = (enum sl_reader_what)a.what;
+	return a.error ? -a.error : fd;
+}
+
+void sl_gw_reader_stop(struct sl_gw_reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
