@@ -42,6 +42,7 @@
 
 #include "cli.h"
 #include "confine.h"
+#include "err.h"
 #include "gateway-reader.h"
 #include "gateway.h"
 #include "macro.h"
@@ -304,39 +305,36 @@ static int empty_dir(char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
-	DIR *d;
 	struct dirent *e;
+	DIR *d;
 	int r = 0;
 
 	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST)
-		return snprintf(err, errlen, "/run/sluice: %m"), -errno;
+		return sl_err(err, errlen, -errno, "/run/sluice: %m");
 	if (lstat("/run/sluice", &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
 	    (st.st_mode & 022))
-		return snprintf(err, errlen,
-				"/run/sluice: not a directory of root's that only root can write"),
-		       -EPERM;
+		return sl_err(err, errlen, -EPERM,
+			      "/run/sluice: not a directory of root's that only root can write");
 	if (mkdir(SL_GW_EMPTY_DIR, 0555) == 0 && chmod(SL_GW_EMPTY_DIR, 0555) < 0)
-		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m"), -errno;
+		return sl_err(err, errlen, -errno, SL_GW_EMPTY_DIR ": %m");
 	fd = open(SL_GW_EMPTY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m (it must be a directory, "
-					     "not a symlink)"),
-		       -errno;
+		return sl_err(err, errlen, -errno,
+			      SL_GW_EMPTY_DIR ": %m (it must be a directory, not a symlink)");
 	if (fstat(fd, &st) < 0)
-		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m"), -errno;
+		return sl_err(err, errlen, -errno, SL_GW_EMPTY_DIR ": %m");
 	if (st.st_uid != 0 || st.st_gid != 0 || (st.st_mode & 07777) != 0555)
-		return snprintf(err, errlen,
-				SL_GW_EMPTY_DIR ": must be root:root, mode 0555 (rmdir it: "
-						"sluice makes it again)"),
-		       -EPERM;
-	d = fdopendir(TAKE_FD(fd));
+		return sl_err(err, errlen, -EPERM,
+			      SL_GW_EMPTY_DIR ": must be root:root, mode 0555 (rmdir it: sluice "
+					      "makes it again)");
+	d = fdopendir(fd);
 	if (!d)
-		return snprintf(err, errlen, SL_GW_EMPTY_DIR ": %m"), -errno;
+		return sl_err(err, errlen, -errno, SL_GW_EMPTY_DIR ": %m");
+	fd = -1; /* the DIR has it */
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(err, errlen, SL_GW_EMPTY_DIR ": must be empty, holds '%s'",
-				 e->d_name);
-			r = -ENOTEMPTY;
+			r = sl_err(err, errlen, -ENOTEMPTY,
+				   SL_GW_EMPTY_DIR ": must be empty, holds '%s'", e->d_name);
 			break;
 		}
 	closedir(d);
@@ -355,11 +353,10 @@ static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
 	g->confine = (struct sl_gw_confine){ .uid = (uid_t)-1, .gid = (gid_t)-1 };
 	if (geteuid() != 0) {
 		if (g->gateway_user)
-			return snprintf(err, errlen,
-					"--gateway-user %s: only root can change users "
-					"(unprivileged, the gateway keeps its own)",
-					g->gateway_user),
-			       -EPERM;
+			return sl_err(err, errlen, -EPERM,
+				      "--gateway-user %s: only root can change users "
+				      "(unprivileged, the gateway keeps its own)",
+				      g->gateway_user);
 	} else {
 		if (g->gateway_user) {
 			r = sl_netns_user_resolve(g->gateway_user, &u, err, errlen);
@@ -367,9 +364,8 @@ static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
 				char why[256];
 
 				snprintf(why, sizeof(why), "%s", err);
-				return snprintf(err, errlen, "--gateway-user %s: %s",
-						g->gateway_user, why),
-				       r;
+				return sl_err(err, errlen, r, "--gateway-user %s: %s",
+					      g->gateway_user, why);
 			}
 		} else {
 			r = sl_netns_user_allocate(NULL, &u, &g->uid_lock, err, errlen);

@@ -32,7 +32,9 @@ struct sl_gw_confine {
  * only the system calls the gateway makes while serving, in every thread
  * (TSYNC). Any other call kills the whole process (SECCOMP_RET_KILL_PROCESS);
  * opening a file fails with EACCES instead, so a library that probes a
- * file gets an error, never the file.
+ * file gets an error, never the file. The list, and who needs each call,
+ * is in confine.c (docs/gateway.md, "What the process may do"); a
+ * sanitizer build differs there, for its reports only.
  *
  * 0, or a negative errno with err saying which step failed. On failure
  * the process may be half confined: the caller must exit, never serve.

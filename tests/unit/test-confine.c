@@ -337,6 +337,57 @@ static void test_abort_visible(void **state)
 	assert_int_equal(WTERMSIG(st), SIGABRT);
 }
 
+#ifdef SL_SANITIZERS
+/* The sanitizer build: a report made once confined is still printed (its
+ * symbolizer, refused, does not kill the process first). */
+static int overflow(volatile int x)
+{
+	return x + 1;
+}
+
+static void check_report(bool ubsan, const char *want)
+{
+	char out[8192] = "";
+	size_t have = 0;
+	ssize_t n;
+	int p[2], st;
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		volatile char *volatile q = malloc(16);
+
+		dup2(p[1], 2);
+		close(p[0]);
+		confine_or_die(user.uid, user.gid, NULL);
+		if (ubsan)
+			_exit(overflow(INT_MAX) < 0 ? 3 : 4);
+		free((void *)q);
+		q[0] = 'x'; /* heap-use-after-free */
+		_exit(0);
+	}
+	close(p[1]);
+	while (have < sizeof(out) - 1 && (n = read(p[0], out + have, sizeof(out) - 1 - have)) > 0)
+		have += (size_t)n;
+	close(p[0]);
+	st = wait_child(pid);
+	if (!strstr(out, want))
+		fail_msg("no report from the confined child (status %#x): %s", st, out);
+	assert_false(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+}
+
+static void test_sanitizer_report(void **state)
+{
+	(void)state;
+	if (!need_root())
+		return;
+	check_report(false, "AddressSanitizer: heap-use-after-free");
+	check_report(true, "runtime error: signed integer overflow");
+}
+#endif
+
 /* Unprivileged (the ids changed already, by hand): its own ids kept, and
  * still filtered, with no_new_privs, and not dumpable (which the uid
  * change above would have done by itself: here only confine does it). */
@@ -439,6 +490,9 @@ int main(void)
 		cmocka_unit_test(test_open_refused),
 		cmocka_unit_test(test_abort_visible),
 		cmocka_unit_test(test_unprivileged),
+#ifdef SL_SANITIZERS
+		cmocka_unit_test(test_sanitizer_report),
+#endif
 		cmocka_unit_test(test_root_refused),
 	};
 
