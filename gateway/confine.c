@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/netlink.h>
 #include <linux/capability.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -247,10 +247,8 @@ static unsigned long last_cap(void)
  * process that never had it (sluice run by a user) has nothing to gain
  * from the bounding set: no_new_privs and the filter (no execve) mean no
  * file capability is ever applied. */
-static int drop_capability_sets(char *err, size_t errlen)
+static int drop_capability_sets(unsigned long last, char *err, size_t errlen)
 {
-	unsigned long last = last_cap();
-
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return sl_err(err, errlen, -errno, "clearing the ambient capabilities: %m");
 	for (unsigned long cap = 0; cap <= last; cap++) {
@@ -326,13 +324,15 @@ static int drop_capabilities(char *err, size_t errlen)
 int sl_gw_confine(const struct sl_gw_confine *c, char *err, size_t errlen)
 {
 	struct rlimit no_core = { 0, 0 };
+	unsigned long last;
 	int r = check_request(c, err, errlen);
 
 	if (r < 0)
 		return r;
+	last = last_cap(); /* /proc, before the chroot takes it away */
 	if (c->empty_dir && (chroot(c->empty_dir) < 0 || chdir("/") < 0))
 		return sl_err(err, errlen, -errno, "chroot to %s: %m", c->empty_dir);
-	r = drop_capability_sets(err, errlen);
+	r = drop_capability_sets(last, err, errlen);
 	if (r == 0)
 		r = change_ids(c, err, errlen);
 	if (r == 0)
