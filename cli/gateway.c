@@ -242,6 +242,8 @@ static void hup_closed(uv_handle_t *h)
 	sl_closep(&g->hup_fd);
 }
 
+static void stop_serving(struct gw_cli *g);
+
 static void on_signal(uv_signal_t *s, int signum)
 {
 	struct gw_cli *g = s->data;
@@ -255,8 +257,13 @@ static void on_signal(uv_signal_t *s, int signum)
 					"policy reader is gone\n");
 		return;
 	}
-	/* SIGINT, SIGTERM: stop accepting, close everything, let the loop
-	 * run dry. */
+	stop_serving(g);
+}
+
+/* SIGINT, SIGTERM, or confinement failed: stop accepting, close
+ * everything, let the loop run dry. */
+static void stop_serving(struct gw_cli *g)
+{
 	sl_gw_shutdown(g->gw);
 	sl_gw_resolver_free(g->resolver_h);
 	if (g->hup_polling) {
@@ -410,16 +417,20 @@ static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 		g->reader_poll.data = g;
 		g->reader_polling = true;
 		uv_poll_start(&g->reader_poll, UV_READABLE, on_reader);
+		r = sl_gw_confine(&g->confine, err, sizeof(err));
 	} else {
-		fprintf(stderr, "sluice gateway: polling the policy reader failed\n");
-		stop_after_setup(g, loop);
-		return SL_EXIT_FAILURE;
+		r = sl_err(err, sizeof(err), -EIO, "polling the policy reader failed");
 	}
-	r = sl_gw_confine(&g->confine, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: cannot confine the gateway: %s; not serving\n",
 			err);
-		stop_after_setup(g, loop);
+		/* Nothing was read from a client: close it all as a signal
+		 * would, in whatever state the process was left. */
+		stop_serving(g);
+		uv_run(loop, UV_RUN_DEFAULT);
+		uv_loop_close(loop);
+		sl_audit_close(g->audit);
+		sl_tls_setup_done(&g->tls);
 		return SL_EXIT_FAILURE;
 	}
 	if (g->confine.uid != (uid_t)-1)

@@ -151,6 +151,37 @@ out=$(world_host "$SLUICE" gateway --policy "$T/policy.yaml" --listen 203.0.113.
 	--gateway-user root 2>&1)
 check_has "--gateway-user root is refused" "--gateway-user root" "$out"
 
+# ---- what it cannot confine itself to, it does not serve with ----
+# Each in a mount namespace of its own, with a tmpfs on /run/sluice: the
+# machine's /run/sluice/empty is never touched.
+refused() { # refused SETUP: the gateway's exit status and its last line
+	local out rc
+	# timeout: a bound, should a gateway serve when it must not.
+	out=$(world_host timeout 30 unshare -m --propagation private sh -c "mount -t tmpfs -o mode=755 slt-run /run/sluice && $1 &&
+		exec '$SLUICE' gateway --policy '$T/policy.yaml' --listen 203.0.113.1:3133 \
+		--resolver '$WORLD_NET_ADDR:53'" 2>&1)
+	rc=$?
+	echo "$rc $(echo "$out" | tail -n 1)"
+}
+out=$(refused "mkdir /run/sluice/empty && touch /run/sluice/empty/x && chmod 555 /run/sluice/empty")
+check_has "an empty directory that is not empty is refused (exit 4), naming what it holds" \
+	"4 sluice gateway: /run/sluice/empty: must be empty, holds 'x'; not serving" "$out"
+out=$(refused "ln -s /tmp /run/sluice/empty")
+check_has "... so is a symlink in its place" "(it must be a directory, not a symlink); not serving" "$out"
+check_has "... (exit 4)" "4 sluice gateway: /run/sluice/empty:" "$out"
+out=$(refused "mkdir -m 777 /run/sluice/empty")
+check_has "... and one anyone can write" "4 sluice gateway: /run/sluice/empty: must be root:root, mode 0555" "$out"
+# In a user namespace of its own, "root" cannot drop its groups nor become
+# a uid the namespace does not map: it says so and exits, after binding
+# its port but before serving.
+out=$(world_host timeout 30 unshare -m --propagation private sh -c "mount -t tmpfs -o mode=755 slt-run /run/sluice &&
+	exec unshare -r '$SLUICE' gateway --policy '$T/policy.yaml' --listen 203.0.113.1:3134 \
+	--resolver '$WORLD_NET_ADDR:53' --gateway-user 4242" 2>&1)
+rc=$?
+check "a gateway that cannot confine itself exits 4" "4" "$rc"
+check "... and says why (a step that needs privileges it lacks), and that it does not serve" \
+	"yes" "$(echo "$out" | grep -q 'sluice gateway: cannot confine the gateway: .*: Operation not permitted; not serving$' && echo yes)"
+
 # ---- unprivileged: its own ids, still filtered ----
 world_gateway_up "$T/gw3.log" 3132 setpriv --reuid 4243 --regid 4243 --clear-groups \
 	"$SLUICE" gateway --policy "$T/policy.yaml" --listen 203.0.113.1:3132 \
