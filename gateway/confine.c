@@ -105,8 +105,9 @@ static const char *const refused_eacces[] = {
 
 #ifdef SL_SANITIZERS
 /* LeakSanitizer's check at exit needs /proc (the thread list, the maps),
- * a thread of its own and ptrace: none of which a confined process has.
- * It asks this hook first; once confined, the answer is "off", rather
+ * a thread of its own and ptrace: none of which a confined process has
+ * (nor one that failed half way). It asks this hook first; once
+ * confinement has begun, the answer is "off", rather
  * than a check that fails and turns every clean exit into an error. The
  * leaks of the gateway's code are still looked for where it runs
  * unconfined: the unit tests. */
@@ -220,9 +221,6 @@ static int load_filter(char *err, size_t errlen)
 	if (r == 0)
 		r = add_argument_rules(ctx, err, errlen);
 	if (r == 0) {
-#ifdef SL_SANITIZERS
-		leak_check_impossible = true;
-#endif
 		r = seccomp_load(ctx);
 		if (r < 0)
 			sl_err(err, errlen, r, "seccomp: loading the filter: %s", strerror(-r));
@@ -330,6 +328,11 @@ int sl_gw_confine(const struct sl_gw_confine *c, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	last = last_cap(); /* /proc, before the chroot takes it away */
+#ifdef SL_SANITIZERS
+	/* From the chroot on, even a confinement that fails half way has
+	 * taken what the leak check needs. */
+	leak_check_impossible = true;
+#endif
 	if (c->empty_dir && (chroot(c->empty_dir) < 0 || chdir("/") < 0))
 		return sl_err(err, errlen, -errno, "chroot to %s: %m", c->empty_dir);
 	r = drop_capability_sets(last, err, errlen);
