@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,9 +386,6 @@ static int setup(struct attach *a, char *err, size_t errlen)
 	r = sl_serve_rules_install(&a->serve, a->sandbox, err, errlen);
 	if (r < 0)
 		return r;
-	r = links_start(a, err, errlen);
-	if (r < 0)
-		return r;
 	if (!a->ca_dir) {
 		r = sl_tls_make_ca(&a->tls, sl_netns_sandbox_host_ifname(a->sandbox), err, errlen);
 		if (r < 0)
@@ -395,8 +393,14 @@ static int setup(struct attach *a, char *err, size_t errlen)
 	}
 	a->serve.tls = &a->tls;
 	a->serve.upstream_ca = a->upstream_ca;
+	/* The gateway's process is forked before the link watcher's thread
+	 * exists: nothing another thread holds is half-taken in it. The veth
+	 * is still down: nothing reaches either yet. */
 	r = sl_serve_gateway_start(&a->serve, a->sandbox, &a->policy, a->audit, a->resolver, err,
 				   errlen);
+	if (r < 0)
+		return r;
+	r = links_start(a, err, errlen);
 	if (r < 0)
 		return r;
 	r = sl_netns_sandbox_attach_activate(a->sandbox, err, errlen);
@@ -495,26 +499,54 @@ static bool namespace_done(struct attach *a, bool *pid_exited)
 	return true;
 }
 
-/* Until SIGINT or SIGTERM, or until the namespace is left to us alone. */
-static void wait_for_the_end(struct attach *a, const sigset_t *set)
+/* The gateway's process died: nothing serves the container, which stays
+ * fenced (the port is closed) until the teardown has put its routes back.
+ * false then: attach ends, as after a failure. */
+static bool gateway_alive(struct attach *a)
 {
-	const struct timespec tick = {.tv_sec = 1};
+	char how[64];
+
+	if (sl_serve_gateway_event(&a->serve) != SL_SERVE_GATEWAY_DIED)
+		return true; /* an audit failure: it said so, and denies all */
+	sl_serve_gateway_death(&a->serve, how, sizeof(how));
+	fprintf(stderr, PROG ": the gateway (pid %d) died (%s): detaching\n", (int)a->serve.gw_pid,
+		how);
+	return false;
+}
+
+/* Until SIGINT or SIGTERM, or until the namespace is left to us alone (true),
+ * or until the gateway dies (false). */
+static bool wait_for_the_end(struct attach *a, const sigset_t *set)
+{
+	_cleanup_close_ int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
 	bool pid_exited = false;
 
+	if (sfd < 0) {
+		fprintf(stderr, PROG ": signalfd: %m; detaching\n");
+		return false;
+	}
 	for (;;) {
-		siginfo_t si;
-		int sig = sigtimedwait(set, &si, &tick);
+		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = sl_serve_gateway_fd(&a->serve), .events = POLLIN}};
+		struct signalfd_siginfo si;
+		int sig = 0;
 
+		/* The tick: namespace_done() is polled once a second. */
+		if (poll(p, ELEMENTSOF(p), 1000) < 0 && errno != EINTR)
+			return false;
+		if (p[1].revents && !gateway_alive(a))
+			return false;
+		if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == sizeof(si))
+			sig = (int)si.ssi_signo;
 		if (sig == SIGINT || sig == SIGTERM)
-			return;
+			return true;
 		if (namespace_done(a, &pid_exited))
-			return;
-		if (sig == SIGHUP && sl_cli_hup_is_request(si.si_code))
+			return true;
+		if (sig == SIGHUP && sl_cli_hup_is_request((int)si.ssi_code))
 			sl_serve_reload(&a->serve, a->policy_path);
 		else if (sig == SIGHUP)
 			fprintf(stderr, PROG ": SIGHUP from the kernel (a terminal hangup): not a "
 					     "reload; send SIGHUP with kill(1) to reload\n");
-		/* EINTR, EAGAIN (the tick): wait on. */
 	}
 }
 
@@ -524,7 +556,7 @@ int sl_cmd_attach(int argc, char **argv)
 	    .pidfd = -1,
 	    .netns_fd = -1,
 	    .stop_pipe = {-1, -1},
-	    .serve = {.prog = PROG, .audit_failed_fd = -1}};
+	    .serve = SL_SERVE_INIT(PROG)};
 	sigset_t set;
 	char err[512];
 	int r;
@@ -568,8 +600,8 @@ int sl_cmd_attach(int argc, char **argv)
 		return SL_EXIT_USAGE;
 	}
 
-	/* Blocked before the gateway's thread exists, so that it inherits
-	 * the mask and the signals come to sigwaitinfo here. */
+	/* Blocked before the link watcher's thread exists, so that it
+	 * inherits the mask and the signals come to the signalfd here. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -586,6 +618,6 @@ int sl_cmd_attach(int argc, char **argv)
 		/* Someone else's sluice there is a matter of the command line. */
 		return r == -EBUSY ? SL_EXIT_USAGE : SL_EXIT_FAILURE;
 	}
-	wait_for_the_end(&a, &set);
-	return teardown(&a) ? SL_EXIT_OK : SL_EXIT_FAILURE;
+	r = wait_for_the_end(&a, &set) ? SL_EXIT_OK : SL_EXIT_FAILURE;
+	return teardown(&a) ? r : SL_EXIT_FAILURE;
 }

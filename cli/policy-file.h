@@ -22,6 +22,11 @@
  */
 int sl_cli_policy_load(const char *prog, const char *path, const char *const *sandbox_writable,
 		       struct sl_policy **ret);
+/* The same, and the bytes it was parsed from (malloc'd, in *ret_buf,
+ * *ret_len of them): what a reload hands to the gateway's process. */
+int sl_cli_policy_load_bytes(const char *prog, const char *path,
+			     const char *const *sandbox_writable, struct sl_policy **ret,
+			     char **ret_buf, size_t *ret_len);
 
 /* The same, for a file another process opened and checked as above (a
  * confined gateway cannot open files: gateway-reader.h). Takes fd. */

@@ -14,9 +14,11 @@
  * gateway's ports on the host end of its veth. Exits with CMD's status
  * (128+N when a signal N killed it). The gateway (an explicit proxy
  * deciding by the policy; without --policy it denies everything; plus DNS
- * and transparent capture) runs in a thread of its own on that address,
- * with its own libuv loop, while this thread supervises the command. The
- * fence and the gateway are shared with `sluice attach` (sandbox-serve.c).
+ * and transparent capture) runs in a process of its own on that address,
+ * confined (a uid of its own, no capability, a seccomp allowlist), while
+ * this one supervises the command; if the gateway dies, the command is
+ * ended (the fence stays until it is gone). The fence and the gateway are
+ * shared with `sluice attach` (sandbox-serve.c).
  *
  * Order matters: the host's rules, then the sandbox's rules, the sandbox
  * made ready to run (while this process is still single-threaded), the
@@ -82,6 +84,7 @@ struct run {
 	struct sl_pty pty; /* fds -1 unless one of fds 0-2 is a terminal */
 	unsigned stops;	   /* SIGINT/SIGTERM passed on so far */
 	bool audit_failed; /* the gateway could not write the audit log */
+	bool gateway_died; /* the gateway's process is gone: RUN_EXIT_SETUP */
 	struct sl_netns_proc proc;
 	struct sl_netns_cgroup *cgroup;
 	struct sl_netns_sandbox *sandbox;
@@ -513,7 +516,7 @@ static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *stat
 		int st;
 
 		while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-			if (p == r->proc.pid) {
+			if (!sl_serve_gateway_reaped(&r->serve, p, st) && p == r->proc.pid) {
 				*status = st;
 				return 1;
 			}
@@ -547,7 +550,7 @@ static int on_signal(struct run *r, const struct signalfd_siginfo *si, int *stat
  * so it ends now, and so does run, with RUN_EXIT_AUDIT. */
 static void end_unaudited(struct run *r)
 {
-	int err = __atomic_load_n(&r->serve.audit_err, __ATOMIC_SEQ_CST);
+	int err = r->serve.audit_err;
 
 	r->audit_failed = true;
 	fprintf(stderr,
@@ -555,6 +558,35 @@ static void end_unaudited(struct run *r)
 		"(exit %d)\n",
 		strerror(-err), RUN_EXIT_AUDIT);
 	(void)kill(r->proc.pid, SIGKILL);
+}
+
+/* The gateway's process died (a bug, a forbidden system call its seccomp
+ * filter killed it for, someone's kill): nothing serves the sandbox, which
+ * stays fenced (its port is simply closed), and the command is ended as on
+ * an audit failure, and run with RUN_EXIT_SETUP. */
+static void end_gatewayless(struct run *r)
+{
+	char how[64];
+
+	sl_serve_gateway_death(&r->serve, how, sizeof(how));
+	r->gateway_died = true;
+	fprintf(stderr, "sluice run: the gateway (pid %d) died (%s): ending the command (exit %d)\n",
+		(int)r->serve.gw_pid, how, RUN_EXIT_SETUP);
+	(void)kill(r->proc.pid, SIGKILL);
+}
+
+static void gateway_event(struct run *r)
+{
+	switch (sl_serve_gateway_event(&r->serve)) {
+	case SL_SERVE_AUDIT_FAILED:
+		end_unaudited(r);
+		break;
+	case SL_SERVE_GATEWAY_DIED:
+		end_gatewayless(r);
+		break;
+	case SL_SERVE_NOTHING:
+		break;
+	}
 }
 
 /* Wait for the command, relaying its pty and forwarding signals; its wait
@@ -584,8 +616,7 @@ static int supervise(struct run *r, const sigset_t *set)
 		struct pollfd p[4] = {{.fd = sfd, .events = POLLIN},
 				      {.fd = -1, .events = POLLIN},
 				      {.fd = -1, .events = POLLIN},
-				      {.fd = r->audit_failed ? -1 : r->serve.audit_failed_fd,
-				       .events = POLLIN}};
+				      {.fd = sl_serve_gateway_fd(&r->serve), .events = POLLIN}};
 		struct signalfd_siginfo si;
 
 		if (!rl.in_eof && rl.in_len == 0)
@@ -597,7 +628,7 @@ static int supervise(struct run *r, const sigset_t *set)
 		if (poll(p, 4, sfd < 0 ? 100 : -1) < 0 && errno != EINTR)
 			break;
 		if (p[3].revents)
-			end_unaudited(r);
+			gateway_event(r);
 		if (p[2].revents)
 			relay_out(r, &rl);
 		if (p[1].revents || (p[2].revents & POLLOUT))
@@ -632,7 +663,7 @@ static int exit_status(int status)
 
 int sl_cmd_run(int argc, char **argv)
 {
-	struct run r = {.serve = {.prog = "sluice run", .audit_failed_fd = -1},
+	struct run r = {.serve = SL_SERVE_INIT("sluice run"),
 			.uid_lock = -1,
 			.pty = {.master = -1, .slave = -1},
 			.proc = {.efd = -1, .go = -1, .alive = -1}};
@@ -701,6 +732,8 @@ int sl_cmd_run(int argc, char **argv)
 	ret = exit_status(supervise(&r, &set));
 	if (r.audit_failed)
 		ret = RUN_EXIT_AUDIT;
+	else if (r.gateway_died)
+		ret = RUN_EXIT_SETUP;
 	run_teardown(&r);
 	return ret;
 }

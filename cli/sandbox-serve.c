@@ -1,341 +1,97 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The fence and the gateway of one sandbox, shared by `sluice run` and
- * `sluice attach` (sandbox-serve.h). The gateway runs in a thread of its
- * own with its own libuv loop, so that the main thread can supervise the
- * command (run) or wait for a signal (attach).
+ * `sluice attach` (sandbox-serve.h). This is the supervisor's side: it
+ * makes what needs privilege (the sockets inside the sandbox's namespace,
+ * the audit log's fd, the gateway's uid and its empty root), forks the
+ * gateway's process (serve-gateway.c), which confines itself before it
+ * serves, and from then on speaks to it only in fixed-size messages
+ * (serve-internal.h): it never reads a byte the sandbox sent.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "macro.h"
 #include "policy-file.h"
-#include "sandbox-serve.h"
+#include "serve-internal.h"
 
-/* ---- Blocked packets reach the audit log ---- */
+/* Where the gateway's process is chrooted: empty, root's, not writable. */
+#define GW_EMPTY_DIR "/run/sluice/empty"
+/* How long the gateway may take to set up, to answer a reload, and to
+ * close its connections (each writing its audit record) at the end,
+ * before it is killed. Bounds on a process that may be wedged, not
+ * timings anything relies on. */
+#define GW_SETUP_MS 30000
+#define GW_RELOAD_MS 10000
+#define GW_STOP_MS 10000
+/* The gateway asks for the counters every few seconds; a gateway that
+ * asks more often is not answered more often. */
+#define COUNTERS_MIN_MS 1000
 
-/* A flood of blocked packets must not hold the loop: this many reads per
- * wakeup, then the other handles get their turn. What the kernel cannot
- * queue meanwhile it drops, and the sequence gaps count that. */
-#define NFLOG_READS_PER_WAKEUP 64
-/* At the end, what is still queued is read (the command has exited, so
- * every copy it caused is there), up to this many datagrams. */
-#define NFLOG_READS_AT_STOP 4096
-/* How often what the rate limit kept out of NFLOG is audited (as a count). */
-#define UNLOGGED_EVERY_MS 5000
+/* ---- What the gateway's process is given ---- */
 
-static const char *proto_name(const struct sl_nft_blocked *b, char *buf, size_t len)
-{
-	switch (b->proto) {
-	case IPPROTO_TCP:
-		return "tcp";
-	case IPPROTO_UDP:
-		return "udp";
-	case IPPROTO_ICMP:
-		return "icmp";
-	case IPPROTO_ICMPV6:
-		return "icmpv6";
-	default:
-		snprintf(buf, len, "%u", b->proto);
-		return buf;
-	}
-}
-
-static void audit_blocked(const struct sl_nft_blocked *b, void *userdata)
-{
-	struct sl_serve *t = userdata;
-	char client[INET6_ADDRSTRLEN + 8], num[4];
-	bool ports = b->has_l4 && b->proto != IPPROTO_ICMP && b->proto != IPPROTO_ICMPV6;
-	struct sl_audit_record rec = {
-	    .ts_ms = sl_audit_now_ms(),
-	    .sandbox = t->sandbox_name,
-	    .event = "blocked",
-	    .client = client,
-	    .method = proto_name(b, num, sizeof(num)),
-	    .host = b->dst,
-	    .port = ports ? b->dport : -1,
-	    .status = -1,
-	    .decision = "deny",
-	    .reason = "blocked-packet",
-	    .bytes_up = -1,
-	    .bytes_down = -1,
-	    .duration_ms = -1,
-	};
-
-	if (!ports)
-		snprintf(client, sizeof(client), "%s", b->src);
-	else if (b->family == AF_INET6)
-		snprintf(client, sizeof(client), "[%s]:%u", b->src, b->sport);
-	else
-		snprintf(client, sizeof(client), "%s:%u", b->src, b->sport);
-	(void)sl_audit_write(t->audit, &rec);
-	if (t->gw)
-		(void)sl_gw_audit_ok(t->gw);
-}
-
-/* Nothing is dropped silently: what the kernel could not queue for us is
- * audited as a count. An overflow is reported once the next copy's
- * sequence number says how much it cost, or at the end as such. */
-static uint64_t audit_losses(struct sl_serve *t, bool final)
-{
-	struct sl_nft_nflog_losses l;
-
-	sl_nft_nflog_take_losses(t->nflog, &l);
-	t->nflog_overflows += l.overflows;
-	if (l.packets)
-		(void)sl_audit_write_summary(t->audit, t->sandbox_name, "blocked", -1,
-					     "blocked-packets-lost: %llu",
-					     (unsigned long long)l.packets);
-	else if (final && t->nflog_overflows)
-		(void)sl_audit_write_summary(t->audit, t->sandbox_name, "blocked", -1,
-					     "blocked-packets-lost: unknown");
-	else
-		return l.overflows;
-	t->nflog_overflows = 0;
-	if (t->gw)
-		(void)sl_gw_audit_ok(t->gw);
-	return l.overflows;
-}
-
-/* The sandbox ruleset copies blocked packets to NFLOG under a rate limit
- * (nft.h); the rest are rejected all the same and only counted. Their
- * number since the last report is audited as one record, so the log says
- * how much it does not show: blocked = records + lost + not logged. The
- * counters are read blocked first, then logged, so that a packet between
- * the two rules is never counted as unlogged: the count can only lag, and
- * the final read, once nothing is sent any more, is exact. */
-static void audit_unlogged(struct sl_serve *t)
-{
-	uint64_t blocked, logged, unlogged;
-	char err[256];
-
-	if (!t->nft_inside || !t->audit)
-		return;
-	if (sl_nft_sandbox_counters(t->nft_inside, &blocked, &logged, err, sizeof(err)) < 0)
-		return; /* the table went with an attached namespace's teardown */
-	unlogged = blocked > logged ? blocked - logged : 0;
-	if (unlogged <= t->unlogged_reported)
-		return;
-	(void)sl_audit_write_summary(t->audit, t->sandbox_name, "blocked", -1,
-				     "blocked-packets-not-logged: %llu (rate limit)",
-				     (unsigned long long)(unlogged - t->unlogged_reported));
-	t->unlogged_reported = unlogged;
-	if (t->gw)
-		(void)sl_gw_audit_ok(t->gw);
-}
-
-static void unlogged_timer_cb(uv_timer_t *tm)
-{
-	audit_unlogged(container_of(tm, struct sl_serve, unlogged_timer));
-}
-
-static void nflog_poll_cb(uv_poll_t *p, int status, int events)
-{
-	struct sl_serve *t = container_of(p, struct sl_serve, nflog_poll);
-	uint64_t overflows;
-	int r;
-
-	r = sl_nft_nflog_read(t->nflog, NFLOG_READS_PER_WAKEUP, audit_blocked, t);
-	overflows = audit_losses(t, false);
-	/* An overflow sets the socket's error, which libuv reports as
-	 * POLLERR (UV_EBADF) and stops the handle. Reading it cleared it:
-	 * carry on. Any other error is not transient: stop rather than spin
-	 * on it. (libuv's status is a negative errno on Linux too.) */
-	if (r >= 0 && status < 0)
-		r = r > 0 || overflows ? uv_poll_start(p, UV_READABLE, nflog_poll_cb) : status;
-	if (r < 0) {
-		fprintf(stderr, "%s: reading blocked packets: %s; no longer audited\n", t->prog,
-			strerror(-r));
-		uv_poll_stop(p);
-	}
-}
-
-static void nflog_closed_cb(uv_handle_t *h)
-{
-	struct sl_serve *t = container_of((uv_poll_t *)h, struct sl_serve, nflog_poll);
-
-	sl_nft_nflog_close(TAKE_PTR(t->nflog));
-}
-
-/* Audit what is still queued, then close. Runs on the loop's thread. */
-static void blocked_stop(struct sl_serve *t)
-{
-	if (!t->nflog_polling)
-		return;
-	t->nflog_polling = false;
-	(void)sl_nft_nflog_read(t->nflog, NFLOG_READS_AT_STOP, audit_blocked, t);
-	audit_losses(t, true);
-	uv_close((uv_handle_t *)&t->nflog_poll, nflog_closed_cb);
-	if (t->unlogged_timer_on) {
-		t->unlogged_timer_on = false;
-		uv_timer_stop(&t->unlogged_timer);
-		uv_close((uv_handle_t *)&t->unlogged_timer, NULL);
-	}
-	audit_unlogged(t);
-	sl_nft_close(TAKE_PTR(t->nft_inside));
-}
-
-struct nflog_open {
-	struct sl_nft_nflog **ret;
-	struct sl_nft **ret_nft;
+struct inside {
+	int capture_fd;
+	struct sl_nft_nflog *nflog;
+	struct sl_nft *nft;
+	bool blocked; /* the NFLOG group and the counters too (with an audit log) */
 	char *err;
 	size_t errlen;
 };
 
-/* Both sockets are made in the sandbox's namespace and stay bound to it. */
-static int nflog_open_inside(void *userdata)
-{
-	struct nflog_open *o = userdata;
-	int r;
-
-	r = sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, o->ret, o->err, o->errlen);
-	if (r < 0)
-		return r;
-	r = sl_nft_open(o->ret_nft, o->err, o->errlen);
-	if (r < 0)
-		sl_nft_nflog_close(TAKE_PTR(*o->ret));
-	return r;
-}
-
-/* Subscribe to the sandbox's NFLOG group (NFLOG is per namespace, so the
- * socket is made in there; it stays bound to it) and poll it on the
- * gateway's loop. Called after the sandbox's rules are in place. */
-static int blocked_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, char *err,
-			 size_t errlen)
-{
-	struct nflog_open o = {.ret = &t->nflog, .ret_nft = &t->nft_inside, .err = err,
-			       .errlen = errlen};
-	int ret;
-
-	if (!t->audit)
-		return 0;
-	t->sandbox_name = sl_netns_sandbox_host_ifname(sb);
-	ret = sl_netns_sandbox_run_inside(sb, nflog_open_inside, &o);
-	if (ret < 0)
-		return ret;
-	ret = uv_poll_init(&t->loop, &t->nflog_poll, sl_nft_nflog_fd(t->nflog));
-	if (ret < 0) {
-		sl_nft_nflog_close(TAKE_PTR(t->nflog));
-		sl_nft_close(TAKE_PTR(t->nft_inside));
-		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
-		return ret;
-	}
-	t->nflog_polling = true;
-	uv_timer_init(&t->loop, &t->unlogged_timer);
-	t->unlogged_timer_on = true;
-	uv_timer_start(&t->unlogged_timer, unlogged_timer_cb, UNLOGGED_EVERY_MS, UNLOGGED_EVERY_MS);
-	ret = uv_poll_start(&t->nflog_poll, UV_READABLE, nflog_poll_cb);
-	if (ret < 0) {
-		blocked_stop(t);
-		snprintf(err, errlen, "polling the blocked packets: %s", uv_strerror(ret));
-		return ret;
-	}
-	return 0;
-}
-
-static void reload_cb(uv_async_t *a)
-{
-	struct sl_serve *t = a->data;
-	struct sl_policy *p;
-
-	uv_mutex_lock(&t->lock);
-	p = TAKE_PTR(t->pending);
-	uv_mutex_unlock(&t->lock);
-	if (p && t->gw)
-		sl_gw_set_policy(t->gw, p);
-	else
-		sl_policy_free(p);
-}
-
-static void gw_stop_cb(uv_async_t *a)
-{
-	struct sl_serve *t = a->data;
-
-	uv_close((uv_handle_t *)&t->reload, NULL);
-	blocked_stop(t);
-	sl_gw_shutdown(t->gw);
-	t->gw = NULL;
-	sl_gw_resolver_free(t->resolver);
-	t->resolver = NULL;
-	uv_close((uv_handle_t *)a, NULL);
-}
-
-static void gw_thread_main(void *arg)
-{
-	struct sl_serve *t = arg;
-	sigset_t pipe;
-
-	/* A peer that goes away mid-write must not kill sluice: SIGPIPE from
-	 * this thread's writes stays pending here and the write says EPIPE.
-	 * (Ignoring it process-wide would be inherited by the command.) */
-	sigemptyset(&pipe);
-	sigaddset(&pipe, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-	uv_run(&t->loop, UV_RUN_DEFAULT);
-}
-
 /* Runs inside the sandbox's namespace: the capture listener on its own
- * loopback, where the redirect rule sends every other TCP connection. */
-static int make_capture_socket(void *userdata)
+ * loopback, where the redirect rule sends every other TCP connection,
+ * and (with an audit log) the NFLOG subscription (NFLOG is per namespace)
+ * and the socket the table's counters are read through. Each stays bound
+ * to the namespace it was made in. */
+static int make_inside(void *userdata)
 {
+	struct inside *in = userdata;
 	struct sockaddr_in sin = {
 	    .sin_family = AF_INET,
 	    .sin_port = htons(SL_SERVE_PORT_CAPTURE),
 	    .sin_addr = {htonl(INADDR_LOOPBACK)},
 	};
-	int one = 1, fd;
+	int one = 1, fd, r;
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return negative_errno();
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 256) < 0) {
-		int r = negative_errno();
-
+		r = negative_errno();
 		close(fd);
-		return r;
-	}
-	*(int *)userdata = fd;
-	return 0;
-}
-
-/* Transparent capture: a socket made in the sandbox's namespace stays there,
- * and the gateway's loop in ours polls it. When sluice is gone the port is
- * closed and captured connections are refused: fail closed. */
-static int capture_start(struct sl_serve *t, const struct sl_netns_sandbox *sb, char *err,
-			 size_t errlen)
-{
-	int fd = -1, ret;
-
-	ret = sl_netns_sandbox_run_inside(sb, make_capture_socket, &fd);
-	if (ret < 0) {
 		/* 127.0.0.1 is missing only where lo is down: a namespace made
 		 * by `ip netns add` and never configured, for attach. */
-		snprintf(err, errlen, "capture listener in the sandbox: %s%s", strerror(-ret),
-			 ret == -EADDRNOTAVAIL ? " (is lo down in the namespace? bring it up first: "
-						 "ip link set lo up)"
-					       : "");
-		return ret;
+		snprintf(in->err, in->errlen, "capture listener in the sandbox: %s%s", strerror(-r),
+			 r == -EADDRNOTAVAIL ? " (is lo down in the namespace? bring it up first: "
+					       "ip link set lo up)"
+					     : "");
+		return r;
 	}
-	return sl_gw_listen_capture_fd(t->gw, fd, err, errlen);
-}
-
-/* On the gateway's thread: wake the supervisor. */
-static void audit_failed(void *data, int err)
-{
-	struct sl_serve *t = data;
-	uint64_t one = 1;
-
-	__atomic_store_n(&t->audit_err, err, __ATOMIC_SEQ_CST);
-	if (write(t->audit_failed_fd, &one, sizeof(one)) < 0)
-		fprintf(stderr, "%s: cannot tell the supervisor: %m\n", t->prog);
+	in->capture_fd = fd;
+	if (!in->blocked)
+		return 0;
+	r = sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, &in->nflog, in->err, in->errlen);
+	if (r < 0)
+		return r;
+	return sl_nft_open(&in->nft, in->err, in->errlen);
 }
 
 static void owned_add(struct sl_gw_config *cfg, const struct sl_netns_pool *p)
@@ -368,145 +124,408 @@ static void owned_ranges(const struct sl_serve *t, struct sl_gw_config *cfg)
 		owned_add(cfg, &def);
 }
 
+/* The gateway's root: an empty directory of root's that nobody else can
+ * write, made if missing. A link, or anything in it, is refused: the
+ * gateway would find a filesystem there. */
+static int empty_dir_ready(char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+
+	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST)
+		return sl_err(err, errlen, negative_errno(), "/run/sluice: %m");
+	if (lstat("/run/sluice", &st) < 0)
+		return sl_err(err, errlen, negative_errno(), "/run/sluice: %m");
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return sl_err(err, errlen, -EPERM,
+			      "/run/sluice: not a directory of root's that only root can write");
+	if (mkdir(GW_EMPTY_DIR, 0555) < 0 && errno != EEXIST)
+		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": %m");
+	fd = open(GW_EMPTY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return sl_err(err, errlen, -EPERM,
+			      GW_EMPTY_DIR ": not a directory (a link?): refusing to chroot the "
+					   "gateway there; remove it");
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": %m");
+	if (st.st_uid != 0 || st.st_gid != 0)
+		return sl_err(err, errlen, -EPERM, GW_EMPTY_DIR ": owned by %u:%u, not root's",
+			      (unsigned)st.st_uid, (unsigned)st.st_gid);
+	if ((st.st_mode & 07777) != 0555 && fchmod(fd, 0555) < 0)
+		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": chmod: %m");
+	d = fdopendir(TAKE_FD(fd));
+	if (!d)
+		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": %m");
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			closedir(d);
+			return sl_err(err, errlen, -ENOTEMPTY,
+				      GW_EMPTY_DIR ": not empty: refusing to chroot the gateway "
+						   "there; empty it");
+		}
+	closedir(d);
+	return 0;
+}
+
+/* ---- The gateway's process, from the supervisor's side ---- */
+
+static int pidfd_of(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Block until the gateway is gone, and keep how it went. */
+static void reap(struct sl_serve *t)
+{
+	pid_t p;
+	int st;
+
+	if (t->gw_pid <= 0 || t->gw_reaped)
+		return;
+	while ((p = waitpid(t->gw_pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	t->gw_reaped = true;
+	t->gw_status = p == t->gw_pid ? st : -1;
+}
+
+/* A gateway that must not go on (gone, wedged, or saying what it must
+ * not): killed and reaped. */
+static void kill_gateway(struct sl_serve *t)
+{
+	if (t->gw_pid > 0 && !t->gw_reaped)
+		(void)kill(t->gw_pid, SIGKILL);
+	reap(t);
+	t->gw_gone = true;
+}
+
+static bool wait_readable(int fd, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int r;
+
+		if (left < 0)
+			left = 0;
+		r = poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, (int)left);
+		if (r > 0)
+			return true;
+		if (r == 0 || (r < 0 && errno != EINTR))
+			return false;
+	}
+}
+
+void sl_serve_gateway_death(const struct sl_serve *t, char *buf, size_t len)
+{
+	int st = t->gw_status;
+
+	if (!t->gw_reaped || st < 0)
+		snprintf(buf, len, "gone");
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "killed by signal %s",
+			 sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+	else if (WIFEXITED(st))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+	else
+		snprintf(buf, len, "gone");
+}
+
+/* Until it says READY, or why it cannot serve (its only text, read
+ * before it has seen a byte of the sandbox's). */
+static int wait_ready(struct sl_serve *t, char *err, size_t errlen)
+{
+	struct sl_serve_msg_failed f;
+	char how[64];
+	ssize_t n = -1;
+
+	if (wait_readable(t->gw_events, now_ms() + GW_SETUP_MS))
+		n = recv(t->gw_events, &f, sizeof(f), MSG_DONTWAIT);
+	if (n == (ssize_t)sizeof(f.m) && f.m.type == SL_SERVE_MSG_READY)
+		return 0;
+	if (n == (ssize_t)sizeof(f) && f.m.type == SL_SERVE_MSG_FAILED) {
+		f.text[sizeof(f.text) - 1] = '\0';
+		snprintf(err, errlen, "%s", f.text);
+		kill_gateway(t);
+		return -EPERM;
+	}
+	kill_gateway(t);
+	sl_serve_gateway_death(t, how, sizeof(how));
+	snprintf(err, errlen, "gateway: %s before it served (%s)",
+		 n < 0 && !t->gw_reaped ? "no answer" : "gone", how);
+	return -EIO;
+}
+
+static int fork_gateway(struct sl_serve *t, struct sl_serve_child *c, char *err, size_t errlen)
+{
+	int ev[2], cmd[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ev) < 0)
+		return sl_err(err, errlen, negative_errno(), "gateway: socketpair: %m");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cmd) < 0) {
+		close(ev[0]);
+		close(ev[1]);
+		return sl_err(err, errlen, negative_errno(), "gateway: socketpair: %m");
+	}
+	/* Nothing buffered is written twice. */
+	fflush(NULL);
+	t->gw_pid = fork();
+	if (t->gw_pid < 0) {
+		int r = negative_errno();
+
+		close(ev[0]), close(ev[1]), close(cmd[0]), close(cmd[1]);
+		t->gw_pid = 0;
+		return sl_err(err, errlen, r, "gateway: fork: %m");
+	}
+	if (t->gw_pid == 0) {
+		close(ev[0]);
+		close(cmd[0]);
+		c->events = ev[1];
+		c->commands = cmd[1];
+		sl_serve_child_main(c);
+	}
+	close(ev[1]);
+	close(cmd[1]);
+	t->gw_events = ev[0];
+	t->gw_commands = cmd[0];
+	t->gw_pidfd = pidfd_of(t->gw_pid);
+	return 0;
+}
+
 int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 			   struct sl_policy **policy, const char *audit, const char *resolver,
 			   char *err, size_t errlen)
 {
-	struct sl_gw_config cfg;
-	char listen[INET_ADDRSTRLEN + 8], ip[INET_ADDRSTRLEN];
+	struct sl_serve_child c = {.prog = t->prog,
+				   .resolver = resolver,
+				   .tls = t->tls,
+				   .upstream_ca = t->upstream_ca,
+				   .empty_dir = GW_EMPTY_DIR};
+	struct inside in = {.capture_fd = -1, .blocked = audit != NULL, .err = err,
+			    .errlen = errlen};
 	struct in_addr host = sl_netns_sandbox_host_addr(sb);
+	char ip[INET_ADDRSTRLEN];
 	int ret;
 
-	if (uv_loop_init(&t->loop) < 0) {
-		snprintf(err, errlen, "gateway: cannot create its event loop");
-		return -ENOMEM;
-	}
-	t->loop_ready = true;
-	uv_mutex_init(&t->lock);
 	if (audit) {
-		ret = sl_audit_open(audit, &t->audit);
+		ret = sl_audit_open(audit, &c.audit);
 		if (ret < 0) {
 			snprintf(err, errlen, "--audit '%s': %s", audit, strerror(-ret));
 			return ret;
 		}
 	}
-	sl_gw_config_defaults(&cfg);
-	{
-		char why[320];
-
-		ret = sl_gw_reserve_fds(cfg.max_connections, why, sizeof(why));
-		if (ret < 0) {
-			snprintf(err, errlen, "gateway: %s", why);
-			return ret;
-		}
-	}
-	ret = sl_gw_resolver_new(&t->loop, resolver, &t->resolver, err, errlen);
-	if (ret < 0)
-		return ret;
-	cfg.sandbox = sl_netns_sandbox_host_ifname(sb);
+	sl_gw_config_defaults(&c.cfg);
+	c.cfg.sandbox = sl_netns_sandbox_host_ifname(sb);
 	/* Only the sandbox's own address is served (the host's rules say
 	 * the same; this holds if they are flushed). */
-	((struct sockaddr_in *)&cfg.allowed_peer)->sin_family = AF_INET;
-	((struct sockaddr_in *)&cfg.allowed_peer)->sin_addr = sl_netns_sandbox_peer_addr(sb);
-	owned_ranges(t, &cfg);
-	t->audit_failed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (t->audit_failed_fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "gateway: eventfd: %s", strerror(-ret));
-		return ret;
-	}
-	cfg.audit_failed = audit_failed;
-	cfg.audit_failed_data = t;
-	ret = sl_gw_new(&t->loop, &cfg, TAKE_PTR(*policy), t->resolver, t->audit, &t->gw);
-	if (ret < 0) {
-		snprintf(err, errlen, "gateway: %s", strerror(-ret));
-		return ret;
-	}
-	if (t->tls) {
-		ret = sl_tls_apply(t->tls, t->gw, t->upstream_ca, err, errlen);
-		if (ret < 0)
-			return ret;
-	}
+	((struct sockaddr_in *)&c.cfg.allowed_peer)->sin_family = AF_INET;
+	((struct sockaddr_in *)&c.cfg.allowed_peer)->sin_addr = sl_netns_sandbox_peer_addr(sb);
+	owned_ranges(t, &c.cfg);
 	inet_ntop(AF_INET, &host, ip, sizeof(ip));
-	snprintf(listen, sizeof(listen), "%s:%u", ip, SL_SERVE_PORT_PROXY);
-	ret = sl_gw_listen_proxy(t->gw, listen, err, errlen);
-	if (ret < 0)
-		return ret;
-	snprintf(listen, sizeof(listen), "%s:%u", ip, SL_SERVE_PORT_DNS);
-	ret = sl_gw_listen_dns(t->gw, listen, err, errlen);
-	if (ret < 0)
-		return ret;
-	ret = capture_start(t, sb, err, errlen);
-	if (ret < 0)
-		return ret;
-	ret = blocked_start(t, sb, err, errlen);
-	if (ret < 0)
-		return ret;
-	uv_async_init(&t->loop, &t->stop, gw_stop_cb);
-	t->stop.data = t;
-	uv_async_init(&t->loop, &t->reload, reload_cb);
-	t->reload.data = t;
-	ret = uv_thread_create(&t->tid, gw_thread_main, t);
-	if (ret < 0) {
-		snprintf(err, errlen, "gateway: cannot start its thread: %s", uv_strerror(ret));
-		/* sl_serve_gateway_stop runs the loop to tidy up: no handle may stay
-		 * active or that would never return. */
-		blocked_stop(t);
-		uv_close((uv_handle_t *)&t->stop, NULL);
-		uv_close((uv_handle_t *)&t->reload, NULL);
-		return ret;
+	snprintf(c.listen_proxy, sizeof(c.listen_proxy), "%s:%u", ip, SL_SERVE_PORT_PROXY);
+	snprintf(c.listen_dns, sizeof(c.listen_dns), "%s:%u", ip, SL_SERVE_PORT_DNS);
+
+	ret = sl_netns_sandbox_run_inside(sb, make_inside, &in);
+	if (ret >= 0)
+		ret = empty_dir_ready(err, errlen);
+	/* A uid of its own: not root, not the command's, not another
+	 * sandbox's gateway's. */
+	if (ret >= 0)
+		ret = sl_netns_user_allocate(NULL, &t->gw_user, &t->gw_uid_lock, err, errlen);
+	if (ret >= 0) {
+		c.capture_fd = in.capture_fd;
+		c.nflog = in.nflog;
+		c.policy = *policy;
+		c.policy_path = (*policy)->source;
+		c.uid = t->gw_user.uid;
+		c.gid = t->gw_user.gid;
+		ret = fork_gateway(t, &c, err, errlen);
 	}
-	t->running = true;
-	return 0;
+	/* The gateway's now (or nobody's): none of it stays open here. */
+	sl_closep(&in.capture_fd);
+	sl_nft_nflog_close(in.nflog);
+	sl_audit_close(c.audit);
+	t->nft_inside = in.nft;
+	t->audit_on = audit != NULL;
+	if (ret < 0)
+		return ret;
+	sl_policy_free(TAKE_PTR(*policy));
+	return wait_ready(t, err, errlen);
+}
+
+/* The sandbox table's count of blocked packets the rate limit kept out
+ * of NFLOG (blocked first, then logged: it can only lag). */
+static uint64_t unlogged_now(struct sl_serve *t)
+{
+	uint64_t blocked, logged;
+	char err[256];
+
+	if (!t->nft_inside ||
+	    sl_nft_sandbox_counters(t->nft_inside, &blocked, &logged, err, sizeof(err)) < 0)
+		return 0; /* the table went with an attached namespace's teardown */
+	return blocked > logged ? blocked - logged : 0;
+}
+
+static int command(struct sl_serve *t, uint32_t type, uint64_t value, int fd)
+{
+	struct sl_serve_msg m = {.type = type, .value = value};
+
+	if (t->gw_commands < 0 || t->gw_gone)
+		return -ESRCH;
+	return sl_serve_msg_send(t->gw_commands, &m, sizeof(m), fd);
 }
 
 void sl_serve_gateway_stop(struct sl_serve *t)
 {
-
-	if (t->running) {
-		uv_async_send(&t->stop);
-		uv_thread_join(&t->tid);
-		t->running = false;
-	} else if (t->loop_ready) {
-		/* Setup failed before the thread started: tidy up here. */
-		if (t->gw)
-			sl_gw_shutdown(t->gw);
-		if (t->resolver)
-			sl_gw_resolver_free(t->resolver);
-		uv_run(&t->loop, UV_RUN_DEFAULT);
+	if (t->gw_pid > 0 && !t->gw_gone) {
+		/* The command has exited (or is being ended): the count is
+		 * final. */
+		if (command(t, SL_SERVE_MSG_STOP, unlogged_now(t), -1) < 0 ||
+		    !wait_readable(t->gw_pidfd, now_ms() + GW_STOP_MS))
+			(void)kill(t->gw_pid, SIGKILL);
+		reap(t);
+		t->gw_gone = true;
 	}
-	if (t->loop_ready) {
-		uv_loop_close(&t->loop);
-		uv_mutex_destroy(&t->lock);
-		t->loop_ready = false;
-	}
-	sl_policy_free(TAKE_PTR(t->pending));
-	sl_audit_close(TAKE_PTR(t->audit));
-	if (t->audit_failed_fd >= 0)
-		sl_closep(&t->audit_failed_fd);
-	t->audit_failed_fd = -1;
+	sl_closep(&t->gw_events);
+	sl_closep(&t->gw_commands);
+	sl_closep(&t->gw_pidfd);
+	t->gw_events = t->gw_commands = t->gw_pidfd = -1;
+	sl_nft_close(TAKE_PTR(t->nft_inside));
+	/* Every process of the uid is gone: it can go. */
+	if (t->gw_uid_lock >= 0)
+		sl_netns_user_release(NULL, t->gw_user.uid, TAKE_FD(t->gw_uid_lock));
+	t->gw_uid_lock = -1;
 }
 
-void sl_serve_set_policy(struct sl_serve *t, struct sl_policy *p)
+int sl_serve_gateway_fd(const struct sl_serve *t)
 {
-	struct sl_policy *old;
+	return t->gw_gone ? -1 : t->gw_events;
+}
 
-	if (!t->running) {
-		sl_policy_free(p);
+bool sl_serve_gateway_reaped(struct sl_serve *t, pid_t pid, int status)
+{
+	if (t->gw_pid <= 0 || pid != t->gw_pid || t->gw_reaped)
+		return false;
+	t->gw_reaped = true;
+	t->gw_status = status;
+	return true;
+}
+
+/* The counters, for the gateway's record of what NFLOG did not show. */
+static void answer_counters(struct sl_serve *t, int64_t *last)
+{
+	int64_t now = now_ms();
+
+	if (!t->audit_on || now - *last < COUNTERS_MIN_MS)
 		return;
+	*last = now;
+	(void)command(t, SL_SERVE_MSG_UNLOGGED, unlogged_now(t), -1);
+}
+
+enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
+{
+	static int64_t last_counters = -COUNTERS_MIN_MS;
+	struct sl_serve_msg_failed f;
+	ssize_t n;
+
+	if (t->gw_gone || t->gw_events < 0)
+		return SL_SERVE_NOTHING;
+	/* A bounded number: a gateway that floods must not hold us. */
+	for (int i = 0; i < 64; i++) {
+		n = recv(t->gw_events, &f, sizeof(f), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return SL_SERVE_NOTHING;
+		/* Only the fixed-size messages it may send while serving. */
+		if (n != (ssize_t)sizeof(f.m))
+			break;
+		if (f.m.type == SL_SERVE_MSG_COUNTERS) {
+			answer_counters(t, &last_counters);
+			continue;
+		}
+		if (f.m.type != SL_SERVE_MSG_AUDIT_FAILED)
+			break;
+		if (t->audit_err)
+			continue;
+		t->audit_err = f.m.err < 0 && f.m.err > -4096 ? f.m.err : -EIO;
+		return SL_SERVE_AUDIT_FAILED;
 	}
-	uv_mutex_lock(&t->lock);
-	old = t->pending;
-	t->pending = p;
-	uv_mutex_unlock(&t->lock);
-	sl_policy_free(old);
-	uv_async_send(&t->reload);
+	if (n > 0 && n == (ssize_t)sizeof(f.m) && f.m.type == SL_SERVE_MSG_COUNTERS)
+		return SL_SERVE_NOTHING;
+	/* EOF (it is gone, or closed its end: as good as gone), or what it
+	 * must not say. */
+	kill_gateway(t);
+	return SL_SERVE_GATEWAY_DIED;
+}
+
+/* The file's bytes, for the gateway, in a sealed memfd. */
+static int policy_memfd(const char *buf, size_t len)
+{
+	_cleanup_close_ int fd = memfd_create("sluice-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t off = 0;
+
+	if (fd < 0)
+		return negative_errno();
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? negative_errno() : -EIO;
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return negative_errno();
+	return TAKE_FD(fd);
+}
+
+/* Hand the bytes over and wait (bounded) until the gateway took them. */
+static int hand_over(struct sl_serve *t, const char *buf, size_t len)
+{
+	_cleanup_close_ int fd = policy_memfd(buf, len);
+	int64_t deadline = now_ms() + GW_RELOAD_MS;
+	struct sl_serve_msg m;
+	uint64_t seq = ++t->reload_seq;
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = command(t, SL_SERVE_MSG_RELOAD, seq, fd);
+	if (r < 0)
+		return r;
+	while (wait_readable(t->gw_commands, deadline)) {
+		ssize_t n = recv(t->gw_commands, &m, sizeof(m), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return -ESRCH;
+		/* An answer to an earlier reload that timed out: not ours. */
+		if (n == (ssize_t)sizeof(m) && m.type == SL_SERVE_MSG_RELOADED && m.value == seq)
+			return m.err < 0 && m.err > -4096 ? m.err : (m.err ? -EIO : 0);
+	}
+	return -ETIMEDOUT;
 }
 
 void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 {
+	_cleanup_free_ char *buf = NULL;
 	struct sl_policy *p = NULL;
 	char err[512];
+	size_t len = 0;
+	int r;
 
 	if (!policy_path) {
 		fprintf(stderr, "%s: SIGHUP: no --policy to reload; still denying everything\n",
@@ -515,7 +534,8 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	}
 	/* Checked again at every reload: where the file lies may have
 	 * changed since the start. */
-	if (sl_cli_policy_load(t->prog, policy_path, t->sandbox_writable, &p) < 0) {
+	if (sl_cli_policy_load_bytes(t->prog, policy_path, t->sandbox_writable, &p, &buf, &len) <
+	    0) {
 		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n", t->prog,
 			policy_path);
 		return;
@@ -537,7 +557,14 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 			return;
 		}
 	}
-	sl_serve_set_policy(t, p);
+	sl_policy_free(p);
+	r = hand_over(t, buf, len);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s: the gateway did not take it (%s); the running policy "
+				"stays in force\n",
+			t->prog, policy_path, strerror(-r));
+		return;
+	}
 	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);
 }
 

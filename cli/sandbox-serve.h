@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What `sluice run` and `sluice attach` share: the fence on both sides of a
- * sandbox's veth, and the gateway serving the sandbox from a thread of its
- * own (proxy and DNS on the host end, transparent capture from a listener
- * made inside the sandbox's namespace, blocked packets from its NFLOG
- * group into the audit log).
+ * sandbox's veth, and the gateway serving the sandbox from a process of its
+ * own, confined (proxy and DNS on the host end, transparent capture from a
+ * listener made inside the sandbox's namespace, blocked packets from its
+ * NFLOG group into the audit log; docs/architecture.md "Processes").
  *
  * Order of use: sl_serve_rules_install(), sl_serve_gateway_start(); then,
  * on every way out, sl_serve_gateway_stop() and sl_serve_rules_remove()
@@ -43,38 +43,30 @@ struct sl_serve {
 	 * starting): never a destination through the gateway, nor is the
 	 * default pool, whatever the policy's private_addresses says. */
 	struct sl_netns_pool pool;
-	/* Readable once the gateway has stopped deciding because the audit
-	 * log cannot be written (it said why on stderr); audit_err is the
-	 * error. -1 before sl_serve_gateway_start() made it. The supervisor
-	 * polls it and ends the command. */
-	int audit_failed_fd;
+	/* The gateway's process (serve-gateway.c): forked, confined, and
+	 * spoken to over two socketpairs of fixed-size messages
+	 * (serve-internal.h). gw_events is what the supervisor polls: readable
+	 * when sl_serve_gateway_event() has something to say. -1 when no
+	 * gateway runs. */
+	pid_t gw_pid;
+	int gw_pidfd, gw_events, gw_commands;
+	bool gw_reaped; /* its wait status is in gw_status */
+	int gw_status;
+	bool gw_gone;	 /* reported dead (or made so): no more events */
+	uint64_t reload_seq;
+	/* Its uid and gid, of its own (sl_netns_user_allocate), released once
+	 * it is gone. */
+	struct sl_netns_user gw_user;
+	int gw_uid_lock;
+	/* The audit log could not be written (the gateway said so and stopped
+	 * deciding); audit_err is the error. */
 	int audit_err;
-
-	/* The gateway's thread: its own loop, stopped through an async handle. */
-	uv_loop_t loop;
-	uv_async_t stop;
-	uv_async_t reload;              /* a new policy is waiting in pending */
-	uv_mutex_t lock;                /* guards pending */
-	struct sl_policy *pending;
-	uv_thread_t tid;
-	bool loop_ready, running;
-	struct sl_gw *gw;
-	struct sl_gw_resolver *resolver;
-	struct sl_audit *audit;
-	/* Blocked packets, read from the sandbox's NFLOG group on this loop
-	 * (only with an audit log: they go nowhere else). */
-	struct sl_nft_nflog *nflog;
-	uv_poll_t nflog_poll;
-	bool nflog_polling;
-	uint64_t nflog_overflows; /* seen, but not yet counted by a gap */
-	const char *sandbox_name;
 	/* The sandbox table's counters, read through a socket made in its
-	 * namespace: blocked packets the rate limit kept out of NFLOG are
-	 * audited as a count, every few seconds and at the end. */
+	 * namespace (it takes CAP_NET_ADMIN, so here, not in the gateway),
+	 * whose count of blocked packets the rate limit kept out of NFLOG the
+	 * gateway audits. */
 	struct sl_nft *nft_inside;
-	uv_timer_t unlogged_timer;
-	bool unlogged_timer_on;
-	uint64_t unlogged_reported;
+	bool audit_on;
 
 	/* The host side's rules. */
 	struct sl_nft *nft;
@@ -82,6 +74,10 @@ struct sl_serve {
 	bool host_rules_owned;
 	bool host_rules;
 };
+
+/* A struct sl_serve before anything is set up. */
+#define SL_SERVE_INIT(p)                                                                       \
+	{.prog = (p), .gw_pidfd = -1, .gw_events = -1, .gw_commands = -1, .gw_uid_lock = -1}
 
 /* The fence, both sides of the veth: the host's table for it (owned by a
  * socket kept in `s`), then table inet sluice inside the sandbox. errlen
@@ -93,21 +89,38 @@ void sl_serve_rules_remove(struct sl_serve *s);
 
 /* Serve the sandbox: the proxy and DNS on the host end, the capture
  * listener inside, blocked packets to `audit` (a file or "-"; NULL: no
- * audit log), names resolved through `resolver` (NULL: the host's). The
- * policy is taken from *policy once the gateway holds it. */
+ * audit log), names resolved through `resolver` (NULL: the host's), from
+ * a process of its own, confined before it reads a byte of the sandbox's.
+ * The policy is taken from *policy. Returns once the gateway serves, or
+ * with its error ("gateway: cannot confine: ..."). The caller must not
+ * have other threads running (it forks). */
 int sl_serve_gateway_start(struct sl_serve *s, const struct sl_netns_sandbox *sb,
 			   struct sl_policy **policy, const char *audit, const char *resolver,
 			   char *err, size_t errlen);
-/* Close every connection (each writes its audit record) and the loop. */
+/* Ask the gateway to stop (it closes every connection, each writing its
+ * audit record, and exits), wait for it a bounded time, else kill it;
+ * release its uid. */
 void sl_serve_gateway_stop(struct sl_serve *s);
 
-/* Hand the gateway a new policy (taken over), from any thread: requests
- * decided from then on use it; connections already open keep theirs. */
-void sl_serve_set_policy(struct sl_serve *s, struct sl_policy *p);
+/* What the supervisor polls (POLLIN), -1 once there is nothing to wait
+ * for; then sl_serve_gateway_event() says what happened. */
+int sl_serve_gateway_fd(const struct sl_serve *s);
+enum sl_serve_event {
+	SL_SERVE_NOTHING,
+	SL_SERVE_AUDIT_FAILED, /* audit_err says why; the gateway decides nothing more */
+	SL_SERVE_GATEWAY_DIED, /* it is reaped: sl_serve_gateway_death() says how */
+};
+enum sl_serve_event sl_serve_gateway_event(struct sl_serve *s);
+/* "killed by signal SYS", "exited with status 1" */
+void sl_serve_gateway_death(const struct sl_serve *s, char *buf, size_t len);
+/* For a supervisor that reaps with waitpid(-1): was pid the gateway?
+ * (then its status is kept for sl_serve_gateway_event). */
+bool sl_serve_gateway_reaped(struct sl_serve *s, pid_t pid, int status);
 
 /* SIGHUP (one a process sent: sl_cli_hup_is_request): load the policy file
- * again and hand it over. A policy that fails to load, lies where others
- * could change it (policy-file.h), or names a secret not loaded at start
- * or sends one somewhere the running policy does not (sl_tls_covers) is
- * reported and the running one stays in force. */
+ * again and hand its bytes to the gateway, which parses them again. A
+ * policy that fails to load, lies where others could change it
+ * (policy-file.h), or names a secret not loaded at start or sends one
+ * somewhere the running policy does not (sl_tls_covers) is reported and
+ * the running one stays in force. */
 void sl_serve_reload(struct sl_serve *s, const char *policy_path);

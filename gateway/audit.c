@@ -350,6 +350,11 @@ int sl_audit_write_summary(struct sl_audit *a, const char *sandbox, const char *
 	return sl_audit_write(a, &r);
 }
 
+int sl_audit_fd(const struct sl_audit *a)
+{
+	return a->fd;
+}
+
 void sl_audit_close(struct sl_audit *a)
 {
 	if (!a)

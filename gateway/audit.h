@@ -61,6 +61,8 @@ int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r);
 int sl_audit_error(const struct sl_audit *a);
 /* The log's path, or "stdout", for messages. */
 const char *sl_audit_name(const struct sl_audit *a);
+/* The fd records are written to (for a process that keeps it open). */
+int sl_audit_fd(const struct sl_audit *a);
 void sl_audit_close(struct sl_audit *a);
 
 /* Write one record that stands for what the log does not show one by one

@@ -927,7 +927,8 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
 	return sl_policy_load_fd(fd, path, ret, diags);
 }
 
-int sl_policy_load_fd(int fd, const char *name, struct sl_policy **ret, struct sl_diags *diags)
+int sl_policy_read_fd(int fd, const char *name, char **ret_buf, size_t *ret_len,
+		      struct sl_diags *diags)
 {
 	struct sl_yaml l = { .file = name, .diags = diags };
 	_cleanup_free_ char *buf = NULL;
@@ -970,5 +971,19 @@ int sl_policy_load_fd(int fd, const char *name, struct sl_policy **ret, struct s
 			return -EAGAIN;
 		}
 	}
-	return sl_policy_load_buffer(name, buf, have, ret, diags);
+	buf[have] = '\0';
+	*ret_buf = TAKE_PTR(buf);
+	*ret_len = have;
+	return 0;
+}
+
+int sl_policy_load_fd(int fd, const char *name, struct sl_policy **ret, struct sl_diags *diags)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r = sl_policy_read_fd(fd, name, &buf, &len, diags);
+
+	if (r < 0)
+		return r;
+	return sl_policy_load_buffer(name, buf, len, ret, diags);
 }

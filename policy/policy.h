@@ -148,6 +148,11 @@ int sl_policy_load_file(const char *path, struct sl_policy **ret, struct sl_diag
  * has checked: safe-file.h); name is what messages call it. fd stays the
  * caller's. */
 int sl_policy_load_fd(int fd, const char *name, struct sl_policy **ret, struct sl_diags *diags);
+/* Only the reading of sl_policy_load_fd (the same checks and messages):
+ * the file's bytes in *ret_buf (malloc'd, NUL-terminated), *ret_len of
+ * them, for sl_policy_load_buffer() here or in another process. */
+int sl_policy_read_fd(int fd, const char *name, char **ret_buf, size_t *ret_len,
+		      struct sl_diags *diags);
 int sl_policy_load_buffer(const char *name, const char *buf, size_t len, struct sl_policy **ret,
 			  struct sl_diags *diags);
 

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Between the supervisor (sandbox-serve.c, root) and the gateway's process
+ * (serve-gateway.c, confined): two SOCK_SEQPACKET socketpairs whose every
+ * message is one fixed-size struct sl_serve_msg, so that the supervisor
+ * parses nothing of what the gateway (which reads the sandbox's bytes)
+ * could shape beyond a type, a number and an errno.
+ *
+ *   events (gateway -> supervisor; the supervisor never writes there):
+ *     READY         set up and confined: serving
+ *     FAILED        setup or confinement failed (the only message with a
+ *                   text, read only before READY, when no byte of the
+ *                   sandbox's has been read); the gateway then exits
+ *     AUDIT_FAILED  err: the audit log cannot be written (once)
+ *     COUNTERS      a request for the sandbox table's counters
+ *   commands (supervisor -> gateway; the gateway answers only RELOAD):
+ *     RELOAD        value: a sequence number; a memfd (SCM_RIGHTS) holds
+ *                   the policy file's bytes, already checked by the
+ *                   supervisor; answered by RELOADED (value: the same
+ *                   number; err: 0 or why it was not taken)
+ *     UNLOGGED      value: blocked packets the rate limit kept out of
+ *                   NFLOG so far (the answer to COUNTERS)
+ *     STOP          value: the same, read once the sandbox sends nothing
+ *                   more; the gateway audits the rest and exits
+ *
+ * The gateway's end of a channel at EOF means the supervisor is gone: it
+ * exits. The supervisor's at EOF means the gateway is gone (or hid from
+ * it): it kills and reaps it, and ends the command.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox-serve.h"
+
+enum sl_serve_msg_type {
+	SL_SERVE_MSG_READY = 1,
+	SL_SERVE_MSG_FAILED,
+	SL_SERVE_MSG_AUDIT_FAILED,
+	SL_SERVE_MSG_COUNTERS,
+	SL_SERVE_MSG_RELOAD,
+	SL_SERVE_MSG_RELOADED,
+	SL_SERVE_MSG_UNLOGGED,
+	SL_SERVE_MSG_STOP,
+};
+
+struct sl_serve_msg {
+	uint32_t type;
+	int32_t err;
+	uint64_t value;
+};
+
+/* FAILED: the message, then its text (NUL-terminated within). */
+struct sl_serve_msg_failed {
+	struct sl_serve_msg m;
+	char text[480];
+};
+
+/* What the gateway's process starts from: everything the supervisor made
+ * for it before the fork (its copies of these it closes after). */
+struct sl_serve_child {
+	const char *prog;
+	int events, commands;	  /* the gateway's ends */
+	int capture_fd;		  /* listening, inside the sandbox's namespace */
+	struct sl_nft_nflog *nflog; /* bound to its NFLOG group in there; NULL: none */
+	struct sl_audit *audit;	  /* NULL: no audit log */
+	struct sl_gw_config cfg;
+	struct sl_policy *policy;
+	const char *resolver;
+	const char *policy_path; /* what a reloaded policy's messages call it */
+	char listen_proxy[32], listen_dns[32];
+	struct sl_tls_setup *tls;
+	const char *upstream_ca;
+	uid_t uid;
+	gid_t gid;
+	const char *empty_dir;
+};
+
+/* In the forked child: set up, confine, serve until STOP or the
+ * supervisor's end closes; never returns. */
+_Noreturn void sl_serve_child_main(struct sl_serve_child *c);
+
+/* Send one message (and an fd, or -1) without blocking and without
+ * SIGPIPE. 0 or a negative errno. */
+int sl_serve_msg_send(int fd, const void *msg, size_t len, int pass_fd);
