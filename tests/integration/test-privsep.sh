@@ -90,7 +90,7 @@ cmd=
 for p in /proc/[0-9]*; do
 	[ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = "sh $T/agent.sh $T/w " ] && cmd=${p#/proc/}
 done
-[ -n "$gw" ] && [ -n "$cmd" ] || { notok "no gateway ($gw) or command ($cmd) found"; finish; }
+[ -n "$gw" ] && [ -n "$cmd" ] || { notok "no gateway ($gw) or command ($cmd) found: $(cat "$T/run.err")"; finish; }
 sandbox_ns=$(readlink "/proc/$cmd/ns/net")
 echo "# gateway pid $gw, command pid $cmd, sandbox $sandbox_ns"
 field() { awk -v f="$1:" '$1 == f { print $2; exit }' "/proc/$gw/status"; }
