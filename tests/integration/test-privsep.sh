@@ -9,7 +9,8 @@
 # PR_SET_NAME; nothing else marks it). From outside, in /proc/PID:
 #   - Uid neither root's nor the command's, CapEff/CapPrm/CapBnd 0,
 #     NoNewPrivs 1, Seccomp 2 (a filter), its root the empty directory
-#     /run/sluice/empty, and /proc/PID owned by root (it is not dumpable);
+#     /run/sluice/empty, and /proc/PID/status owned by root (it is not
+#     dumpable);
 #   - requests through it still work: an allowed one reaches the origin
 #     (200), a denied one gets 403, an inspected one gets the credential
 #     injected (the origin saw the real key).
@@ -108,8 +109,8 @@ check "CapEff, CapPrm, CapBnd are empty" "0000000000000000 0000000000000000 0000
 check "NoNewPrivs 1" 1 "$(field NoNewPrivs)"
 check "Seccomp 2 (a filter)" 2 "$(field Seccomp)"
 check "its root is the empty directory" /run/sluice/empty "$(readlink "/proc/$gw/root")"
-check "it is not dumpable: /proc/PID is root's, though the process is not" 0 \
-	"$(stat -c %u "/proc/$gw")"
+check "it is not dumpable: /proc/PID/status is root's, though the process is not" 0 \
+	"$(stat -c %u "/proc/$gw/status")"
 
 check "an allowed request through it reaches the origin" \
 	"200 1" "$(cat "$T/w/allowed") $(grep -c '^GET /privsep-allowed ' "$T/origin.log")"
