@@ -426,49 +426,45 @@ bool sl_serve_gateway_reaped(struct sl_serve *t, pid_t pid, int status)
 }
 
 /* The counters, for the gateway's record of what NFLOG did not show. */
-static void answer_counters(struct sl_serve *t, int64_t *last)
+static void answer_counters(struct sl_serve *t)
 {
 	int64_t now = now_ms();
 
-	if (!t->audit_on || now - *last < COUNTERS_MIN_MS)
+	if (!t->audit_on || (t->counters_ms && now - t->counters_ms < COUNTERS_MIN_MS))
 		return;
-	*last = now;
+	t->counters_ms = now;
 	(void)command(t, SL_SERVE_MSG_UNLOGGED, unlogged_now(t), -1);
 }
 
 enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
 {
-	static int64_t last_counters = -COUNTERS_MIN_MS;
 	struct sl_serve_msg_failed f;
 	ssize_t n;
 
 	if (t->gw_gone || t->gw_events < 0)
 		return SL_SERVE_NOTHING;
-	/* A bounded number: a gateway that floods must not hold us. */
+	/* A bounded number: a gateway that floods must not hold us (the
+	 * rest stays queued, and the fd readable). */
 	for (int i = 0; i < 64; i++) {
 		n = recv(t->gw_events, &f, sizeof(f), MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return SL_SERVE_NOTHING;
-		/* Only the fixed-size messages it may send while serving. */
-		if (n != (ssize_t)sizeof(f.m))
-			break;
-		if (f.m.type == SL_SERVE_MSG_COUNTERS) {
-			answer_counters(t, &last_counters);
-			continue;
+		/* Only the fixed-size messages it may send while serving;
+		 * EOF (it is gone, or closed its end: as good as gone) or
+		 * anything else ends it. */
+		if (n != (ssize_t)sizeof(f.m) || (f.m.type != SL_SERVE_MSG_COUNTERS &&
+						  f.m.type != SL_SERVE_MSG_AUDIT_FAILED)) {
+			kill_gateway(t);
+			return SL_SERVE_GATEWAY_DIED;
 		}
-		if (f.m.type != SL_SERVE_MSG_AUDIT_FAILED)
-			break;
-		if (t->audit_err)
-			continue;
-		t->audit_err = f.m.err < 0 && f.m.err > -4096 ? f.m.err : -EIO;
-		return SL_SERVE_AUDIT_FAILED;
+		if (f.m.type == SL_SERVE_MSG_COUNTERS) {
+			answer_counters(t);
+		} else if (!t->audit_err) {
+			t->audit_err = f.m.err < 0 && f.m.err > -4096 ? f.m.err : -EIO;
+			return SL_SERVE_AUDIT_FAILED;
+		}
 	}
-	if (n > 0 && n == (ssize_t)sizeof(f.m) && f.m.type == SL_SERVE_MSG_COUNTERS)
-		return SL_SERVE_NOTHING;
-	/* EOF (it is gone, or closed its end: as good as gone), or what it
-	 * must not say. */
-	kill_gateway(t);
-	return SL_SERVE_GATEWAY_DIED;
+	return SL_SERVE_NOTHING;
 }
 
 /* The file's bytes, for the gateway, in a sealed memfd. */

@@ -67,6 +67,7 @@ struct sl_serve {
 	 * gateway audits. */
 	struct sl_nft *nft_inside;
 	bool audit_on;
+	int64_t counters_ms; /* when they were last read for it */
 
 	/* The host side's rules. */
 	struct sl_nft *nft;
