@@ -20,6 +20,7 @@
 # a command that kept trying the canary (directly, captured, and through the
 # proxy's address) never reached it, and nothing is left behind (no nft
 # table, no veth, no process in the sandbox's network namespace).
+# Last, an empty directory that is not empty, or a link, is refused at start.
 #
 # Usage: test-privsep.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
@@ -152,5 +153,21 @@ for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$sandbox_ns
 check "nothing left behind: links, pool addresses, routes, nft tables, sandbox processes" \
 	"$host_links0 0 0 0 0" \
 	"$links $(ip -n "$WORLD_HOST" -o addr | grep -c '10\.23[12]\.') $(ip -n "$WORLD_HOST" route | grep -c '10\.23[12]\.') $(ip netns exec "$WORLD_HOST" nft list tables | grep -c .) $in_ns"
+
+# The gateway's root must be empty and a directory: each refused at start,
+# in a mount namespace of the test's own (the machine's /run/sluice is not
+# touched), before the command runs.
+out=$(world_host unshare -m --propagation private sh -c \
+	"mount -t tmpfs -o mode=0555 slt-empty /run/sluice/empty && touch /run/sluice/empty/x &&
+	exec '$SLUICE' run -- sh -c 'echo ran'" 2>&1)
+check "a file in /run/sluice/empty: run refuses (125) and says why, the command never ran" \
+	"125 sluice run: /run/sluice/empty: not empty: refusing to chroot the gateway there; empty it" \
+	"$? $out"
+out=$(world_host unshare -m --propagation private sh -c \
+	"mount -t tmpfs -o mode=0755 slt-run /run/sluice && ln -s /tmp /run/sluice/empty &&
+	exec '$SLUICE' run -- sh -c 'echo ran'" 2>&1)
+check "/run/sluice/empty a link: refused the same way" \
+	"125 sluice run: /run/sluice/empty: not a directory (a link?): refusing to chroot the gateway there; remove it" \
+	"$? $out"
 
 finish
