@@ -20,6 +20,8 @@
 # a command that kept trying the canary (directly, captured, and through the
 # proxy's address) never reached it, and nothing is left behind (no nft
 # table, no veth, no process in the sandbox's network namespace).
+# `sluice attach`'s gateway: confined too; when it dies (SIGKILL here)
+# attach detaches and exits 4, and the container gets its namespace back.
 # Last, an empty directory that is not empty, or a link, is refused at start.
 #
 # Usage: test-privsep.sh [PATH-TO-SLUICE]
@@ -153,6 +155,56 @@ for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$sandbox_ns
 check "nothing left behind: links, pool addresses, routes, nft tables, sandbox processes" \
 	"$host_links0 0 0 0 0" \
 	"$links $(ip -n "$WORLD_HOST" -o addr | grep -c '10\.23[12]\.') $(ip -n "$WORLD_HOST" route | grep -c '10\.23[12]\.') $(ip netns exec "$WORLD_HOST" nft list tables | grep -c .) $in_ns"
+
+# `sluice attach`: its gateway is confined the same way; when it dies the
+# container stays fenced until attach has put its routes back, and attach
+# exits 4 saying so, leaving nothing of its own behind.
+write_policy "$T/attach.yaml" <<P
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80]
+P
+world_host_bg unshare --net sh -c \
+	"ip link set lo up; exec setpriv --bounding-set -net_admin --inh-caps -net_admin sleep 120" \
+	>/dev/null 2>&1
+ctr=$!
+world_kill_pids+=("$ctr")
+# sleep runs once unshare has made the namespace and setpriv has executed it.
+for _ in $(seq 100); do [ "$(cat "/proc/$ctr/comm" 2>/dev/null)" = sleep ] && break; sleep 0.05; done
+world_host_bg "$SLUICE" attach --pid "$ctr" --policy "$T/attach.yaml" --resolver "$N:53" \
+	2>"$T/attach.err"
+att=$!
+world_kill_pids+=("$att")
+for _ in $(seq 200); do grep -q 'attached through' "$T/attach.err" 2>/dev/null && break; sleep 0.05; done
+agw=
+for p in /proc/[0-9]*; do
+	[ "$(awk '/^PPid:/ { print $2 }' "$p/status" 2>/dev/null)" = "$att" ] &&
+		[ "$(cat "$p/comm" 2>/dev/null)" = sluice-gateway ] && agw=${p#/proc/}
+done
+gwaddr=$(sed -n 's/.*gateway \([0-9.]*\) .*/\1/p' "$T/attach.err")
+if [ -z "$agw" ] || [ -z "$gwaddr" ]; then
+	notok "attach: no gateway found: $(cat "$T/attach.err")"
+else
+	check "attach: its gateway is confined too (uid not 0, CapEff 0, NoNewPrivs 1, Seccomp 2)" \
+		"yes 0000000000000000 1 2" \
+		"$([ "$(awk '$1 == "Uid:" { print $3 }' "/proc/$agw/status")" != 0 ] && echo yes) $(awk '$1 == "CapEff:" || $1 == "NoNewPrivs:" || $1 == "Seccomp:" { printf "%s ", $2 }' "/proc/$agw/status" | sed 's/ $//')"
+	check "attach: the proxy serves the container" 200 \
+		"$(nsenter -t "$ctr" -n curl -s -m 5 -o /dev/null -w '%{http_code}' -x "http://$gwaddr:3128" http://allowed.test/)"
+	kill -KILL "$agw"
+	rc=
+	for _ in $(seq 300); do
+		kill -0 "$att" 2>/dev/null || { wait "$att"; rc=$?; break; }
+		sleep 0.1
+	done
+	world_forget "$att"
+	check "attach: exits 4 when its gateway dies, saying so" \
+		"4 sluice attach: the gateway (pid $agw) died (killed by signal KILL): detaching" \
+		"$rc $(grep 'the gateway (pid' "$T/attach.err")"
+	check "attach: the container got its namespace back (no sluice table, no veth)" "0 0" \
+		"$(nsenter -t "$ctr" -n nft list tables | grep -c sluice) $(nsenter -t "$ctr" -n ip -o link | grep -c '@')"
+	check "attach: the canary saw nothing" 0 "$(world_canary_count)"
+fi
 
 # The gateway's root must be empty and a directory: each refused at start,
 # in a mount namespace of the test's own (the machine's /run/sluice is not
