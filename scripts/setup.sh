@@ -18,7 +18,7 @@ build_pkgs=(
 # The live demo builds a small world of network namespaces.
 demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux openssl ca-certificates)
 test_pkgs=(
-	libcmocka-dev clang libclang-rt-14-dev python3
+	libcmocka-dev clang libclang-rt-14-dev python3 gdb
 	iproute2 nftables util-linux bubblewrap procps
 	curl dnsmasq-base openssl ca-certificates bind9-dnsutils nodejs
 	bsdutils systemd # script(1) gives a test a terminal; systemd-analyze checks the units

@@ -10,7 +10,8 @@
 #   - Uid neither root's nor the command's, CapEff/CapPrm/CapBnd 0,
 #     NoNewPrivs 1, Seccomp 2 (a filter), its root the empty directory
 #     /run/sluice/empty, and /proc/PID/status owned by root (it is not
-#     dumpable);
+#     dumpable); the secret's pages locked (VmLck), the secret (read from
+#     sluice's environment) gone from its copy of the environment;
 #   - requests through it still work: an allowed one reaches the origin
 #     (200), a denied one gets 403, an inspected one gets the credential
 #     injected (the origin saw the real key).
@@ -49,7 +50,7 @@ host_links0=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr 
 write_policy "$T/policy.yaml" <<P
 version: 1
 secrets:
-  openai: { file: $T/secrets/openai.key }
+  openai: { env: SLUICE_PRIVSEP_KEY }
 allow:
   - host: allowed.test
     ports: [80]
@@ -76,7 +77,10 @@ done
 SH
 chmod 644 "$T/agent.sh"
 
-world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" --resolver "$N:53" \
+# The key from sluice's environment (not a command line): it must not stay
+# in the gateway's copy of that environment.
+SLUICE_PRIVSEP_KEY=$openai_key \
+	world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" -- sh "$T/agent.sh" "$T/w" \
 	>"$T/run.out" 2>"$T/run.err"
 run_pid=$!
@@ -114,6 +118,13 @@ check "Seccomp 2 (a filter)" 2 "$(field Seccomp)"
 check "its root is the empty directory" /run/sluice/empty "$(readlink "/proc/$gw/root")"
 check "it is not dumpable: /proc/PID/status is root's, though the process is not" 0 \
 	"$(stat -c %u "/proc/$gw/status")"
+
+vmlck=$(awk '$1 == "VmLck:" { print $2 }' "/proc/$gw/status")
+check "the secret's pages are locked in it again (VmLck $vmlck kB; locks do not survive fork)" yes \
+	"$([ "${vmlck:-0}" -gt 0 ] && echo yes)"
+check "the control: the key is in run's environment" yes \
+	"$(has_key "$(tr '\0' '\n' <"/proc/$run_pid/environ")" && echo yes)"
+check_nokey "... and not in the gateway's copy of it" "$(tr '\0' '\n' <"/proc/$gw/environ")"
 
 check "an allowed request through it reaches the origin" \
 	"200 1" "$(cat "$T/w/allowed") $(grep -c '^GET /privsep-allowed ' "$T/origin.log")"
