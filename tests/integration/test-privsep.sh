@@ -23,6 +23,8 @@
 # table, no veth, no process in the sandbox's network namespace).
 # `sluice attach`'s gateway: confined too; when it dies (SIGKILL here)
 # attach detaches and exits 4, and the container gets its namespace back.
+# Without --upstream-ca, an inspected origin verifies against the system's
+# store (SSL_CERT_FILE here), loaded before confinement.
 # Last, an empty directory that is not empty, or a link, is refused at start.
 #
 # Usage: test-privsep.sh [PATH-TO-SLUICE]
@@ -166,6 +168,16 @@ for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$sandbox_ns
 check "nothing left behind: links, pool addresses, routes, nft tables, sandbox processes" \
 	"$host_links0 0 0 0 0" \
 	"$links $(ip -n "$WORLD_HOST" -o addr | grep -c '10\.23[12]\.') $(ip -n "$WORLD_HOST" route | grep -c '10\.23[12]\.') $(ip netns exec "$WORLD_HOST" nft list tables | grep -c .) $in_ns"
+
+# Without --upstream-ca the origins are verified against the system's store,
+# which the confined gateway can no longer open: it is loaded whole before.
+# SSL_CERT_FILE (OpenSSL's own variable) stands in for the system's bundle.
+out=$(SLUICE_PRIVSEP_KEY=$openai_key SSL_CERT_FILE=$T/cert.pem world_host "$SLUICE" run --ro "$T" \
+	--policy "$T/policy.yaml" --resolver "$N:53" -- \
+	curl -sS -m 10 -o /dev/null -w '%{http_code}' https://api.openai.com/echo-headers?system-store 2>&1)
+check "the system's store (SSL_CERT_FILE) is loaded before confinement: an inspected request verifies" \
+	"200 GET /echo-headers?system-store host=api.openai.com auth=real" \
+	"$out $(grep '^GET /echo-headers?system-store ' "$T/origin.log" | tail -n 1)"
 
 # `sluice attach`: its gateway is confined the same way; when it dies the
 # container stays fenced until attach has put its routes back, and attach
