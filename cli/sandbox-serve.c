@@ -486,6 +486,9 @@ static int policy_memfd(const char *buf, size_t len)
 	}
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		return negative_errno();
+	/* The gateway reads it from the start (the offset is shared). */
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return negative_errno();
 	return TAKE_FD(fd);
 }
 

@@ -14,7 +14,7 @@
 #     sluice's environment) gone from its copy of the environment;
 #   - requests through it still work: an allowed one reaches the origin
 #     (200), a denied one gets 403, an inspected one gets the credential
-#     injected (the origin saw the real key).
+#     injected (the origin saw the real key); a reload (SIGHUP) is taken.
 # Then, with no hook in the product, gdb (as root) makes it execute ptrace(2),
 # which its seccomp filter does not allow: it dies of SIGSYS, run ends the
 # command and exits 125 saying so, and the sandbox stayed fenced all along:
@@ -138,6 +138,20 @@ check "an inspected one gets its credential injected (the origin saw the real ke
 for _ in $(seq 100); do [ "$(grep -c . "$T/w/tries" 2>/dev/null)" -ge 3 ] && break; sleep 0.1; done
 check "the command is trying the canary, refused by the gateway (403 captured, 403 proxied)" \
 	"403 403" "$(head -n 1 "$T/w/tries" | cut -d' ' -f2-)"
+
+# A reload: the supervisor checks the file and hands its bytes over; the
+# confined gateway parses them and decides by them from then on.
+gwaddr=$(nsenter -t "$cmd" -n ip -o -4 route show default | awk '{ print $3; exit }')
+check "the control: before the reload denied.test is refused" 403 \
+	"$(nsenter -t "$cmd" -n curl -s -m 5 -o /dev/null -w '%{http_code}' -x "http://$gwaddr:3128" http://denied.test/before-reload)"
+sed -i 's/^  - host: allowed.test$/  - host: denied.test\n    ports: [80]\n&/' "$T/policy.yaml"
+kill -HUP "$run_pid"
+for _ in $(seq 100); do grep -q 'reloaded' "$T/run.err" && break; sleep 0.05; done
+check "SIGHUP: the gateway took the new policy" \
+	"sluice run: $T/policy.yaml: reloaded 200" \
+	"$(grep 'reloaded' "$T/run.err") $(nsenter -t "$cmd" -n curl -s -m 5 -o /dev/null -w '%{http_code}' -x "http://$gwaddr:3128" http://denied.test/after-reload)"
+check "... and it is the same process, still confined" "sluice-gateway 2" \
+	"$(cat "/proc/$gw/comm") $(field Seccomp)"
 
 # ptrace(2) (101 on x86_64, 117 on arm64) from inside the gateway.
 case $(uname -m) in aarch64) nr=117 ;; *) nr=101 ;; esac
