@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "confine.h"
@@ -435,7 +436,10 @@ static void secrets_settle(const struct sl_tls_setup *tls)
 	for (size_t i = 0; tls && i < tls->n_secrets; i++) {
 		const struct sl_secret_value *v = tls->secrets[i].v;
 
-		(void)mlock(v, v->map_len);
+		/* The system call itself: the sanitizers' runtime makes
+		 * mlock() a no-op (for its shadow's sake), and the pages
+		 * must be locked in that build too. */
+		(void)syscall(SYS_mlock, v, v->map_len);
 		for (char **e = environ; e && *e; e++)
 			if (memmem(*e, strlen(*e), v->value, v->len))
 				explicit_bzero(*e, strlen(*e));
