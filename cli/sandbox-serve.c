@@ -315,8 +315,8 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 				   .tls = t->tls,
 				   .upstream_ca = t->upstream_ca,
 				   .empty_dir = GW_EMPTY_DIR};
-	struct inside in = {.capture_fd = -1, .blocked = audit != NULL, .err = err,
-			    .errlen = errlen};
+	struct inside in = {
+	    .capture_fd = -1, .blocked = audit != NULL, .err = err, .errlen = errlen};
 	struct in_addr host = sl_netns_sandbox_host_addr(sb);
 	char ip[INET_ADDRSTRLEN];
 	int ret;
@@ -452,8 +452,8 @@ enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
 		/* Only the fixed-size messages it may send while serving;
 		 * EOF (it is gone, or closed its end: as good as gone) or
 		 * anything else ends it. */
-		if (n != (ssize_t)sizeof(f.m) || (f.m.type != SL_SERVE_MSG_COUNTERS &&
-						  f.m.type != SL_SERVE_MSG_AUDIT_FAILED)) {
+		if (n != (ssize_t)sizeof(f.m) ||
+		    (f.m.type != SL_SERVE_MSG_COUNTERS && f.m.type != SL_SERVE_MSG_AUDIT_FAILED)) {
 			kill_gateway(t);
 			return SL_SERVE_GATEWAY_DIED;
 		}
@@ -535,8 +535,8 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	 * changed since the start. */
 	if (sl_cli_policy_load_bytes(t->prog, policy_path, t->sandbox_writable, &p, &buf, &len) <
 	    0) {
-		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n", t->prog,
-			policy_path);
+		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n",
+			t->prog, policy_path);
 		return;
 	}
 	/* New secrets, or a loaded one sent somewhere new, need a restart;
@@ -559,8 +559,9 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	sl_policy_free(p);
 	r = hand_over(t, buf, len);
 	if (r < 0) {
-		fprintf(stderr, "%s: %s: the gateway did not take it (%s); the running policy "
-				"stays in force\n",
+		fprintf(stderr,
+			"%s: %s: the gateway did not take it (%s); the running policy "
+			"stays in force\n",
 			t->prog, policy_path, strerror(-r));
 		return;
 	}

@@ -329,7 +329,9 @@ static void commands_cb(uv_poll_t *p, int status, int events)
 	} u;
 	struct sl_serve_msg m;
 	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm;
 	int fd = -1, r;
@@ -354,7 +356,8 @@ static void commands_cb(uv_poll_t *p, int status, int events)
 	switch (m.type) {
 	case SL_SERVE_MSG_RELOAD:
 		r = fd >= 0 ? reload_from(g, fd) : -EBADF;
-		m = (struct sl_serve_msg){.type = SL_SERVE_MSG_RELOADED, .err = r, .value = m.value};
+		m = (struct sl_serve_msg){
+		    .type = SL_SERVE_MSG_RELOADED, .err = r, .value = m.value};
 		if (sl_serve_msg_send(g->commands, &m, sizeof(m), -1) < 0)
 			fprintf(stderr, "%s: gateway: cannot answer the supervisor: %m\n", g->prog);
 		break;

@@ -61,10 +61,10 @@ struct sl_serve_msg_failed {
  * for it before the fork (its copies of these it closes after). */
 struct sl_serve_child {
 	const char *prog;
-	int events, commands;	  /* the gateway's ends */
-	int capture_fd;		  /* listening, inside the sandbox's namespace */
+	int events, commands;	    /* the gateway's ends */
+	int capture_fd;		    /* listening, inside the sandbox's namespace */
 	struct sl_nft_nflog *nflog; /* bound to its NFLOG group in there; NULL: none */
-	struct sl_audit *audit;	  /* NULL: no audit log */
+	struct sl_audit *audit;	    /* NULL: no audit log */
 	struct sl_gw_config cfg;
 	struct sl_policy *policy;
 	const char *resolver;
