@@ -44,6 +44,7 @@
 #include "confine.h"
 #include "err.h"
 #include "gateway-reader.h"
+#include "gw-root.h"
 #include "gateway.h"
 #include "macro.h"
 #include "netns.h"
@@ -52,7 +53,6 @@
 
 /* Where a gateway started as root is chrooted: empty, root's, not
  * writable by anyone (made if missing). */
-#define SL_GW_EMPTY_DIR "/run/sluice/empty"
 
 struct gw_cli {
 	const char *policy_path;
@@ -96,7 +96,7 @@ static void gateway_usage(FILE *f)
 	      "\n"
 	      "Before serving, the gateway confines itself: started as root, it runs as a\n"
 	      "uid of its own (allocated, or --gateway-user USER|UID), chrooted into an\n"
-	      "empty " SL_GW_EMPTY_DIR "; always without capabilities, with no_new_privs,\n"
+	      "empty " SL_GW_ROOT "; always without capabilities, with no_new_privs,\n"
 	      "and allowed only the system calls serving needs (sockets it has or makes to\n"
 	      "the Internet, its event loop, memory, time, randomness): any other call\n"
 	      "kills it, opening a file fails. A reader process forked at start reopens\n"
@@ -304,50 +304,6 @@ static int parse_num(const char *flag, const char *s, unsigned long max, unsigne
 	return 0;
 }
 
-/* /run/sluice/empty, made if missing, and refused unless it is a directory
- * (not a symlink) of root's, mode 0555, with nothing in it, in a
- * /run/sluice that only root can change: whoever could put something
- * there would give the confined gateway a file system again. */
-static int empty_dir(char *err, size_t errlen)
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	struct dirent *e;
-	DIR *d;
-	int r = 0;
-
-	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST)
-		return sl_err(err, errlen, -errno, "/run/sluice: %m");
-	if (lstat("/run/sluice", &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & 022))
-		return sl_err(err, errlen, -EPERM,
-			      "/run/sluice: not a directory of root's that only root can write");
-	if (mkdir(SL_GW_EMPTY_DIR, 0555) == 0 && chmod(SL_GW_EMPTY_DIR, 0555) < 0)
-		return sl_err(err, errlen, -errno, SL_GW_EMPTY_DIR ": %m");
-	fd = open(SL_GW_EMPTY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return sl_err(err, errlen, -errno,
-			      SL_GW_EMPTY_DIR ": %m (it must be a directory, not a symlink)");
-	if (fstat(fd, &st) < 0)
-		return sl_err(err, errlen, -errno, SL_GW_EMPTY_DIR ": %m");
-	if (st.st_uid != 0 || st.st_gid != 0 || (st.st_mode & 07777) != 0555)
-		return sl_err(err, errlen, -EPERM,
-			      SL_GW_EMPTY_DIR ": must be root:root, mode 0555 (rmdir it: sluice "
-					      "makes it again)");
-	d = fdopendir(fd);
-	if (!d)
-		return sl_err(err, errlen, -errno, SL_GW_EMPTY_DIR ": %m");
-	fd = -1; /* the DIR has it */
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			r = sl_err(err, errlen, -ENOTEMPTY,
-				   SL_GW_EMPTY_DIR ": must be empty, holds '%s'", e->d_name);
-			break;
-		}
-	closedir(d);
-	return r;
-}
-
 /* Who the gateway becomes, before anything secret is loaded: as root, a
  * uid of its own (allocated, or --gateway-user), chrooted; unprivileged,
  * its own ids. Then the reader, forked now so that its memory never holds
@@ -381,29 +337,14 @@ static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
 		}
 		g->confine.uid = u.uid;
 		g->confine.gid = u.gid;
-		r = empty_dir(err, errlen);
+		r = sl_cli_gateway_root(err, errlen);
 		if (r < 0)
 			return r;
-		g->confine.empty_dir = SL_GW_EMPTY_DIR;
+		g->confine.empty_dir = SL_GW_ROOT;
 	}
 	return sl_gw_reader_start(&g->reader, "sluice gateway", g->policy_path, g->audit_path,
 				  g->uid_lock >= 0 ? g->confine.uid : (uid_t)-1, g->uid_lock, err,
 				  errlen);
-}
-
-/* OpenSSL looks the system's store up lazily (at the first upstream
- * connection, by hashed names in a directory): a confined gateway cannot
- * open it then. The bundle file is loaded now instead, whole (SSL_CERT_FILE
- * as OpenSSL honours it; the hashed directory, SSL_CERT_DIR, is not read:
- * on Debian the bundle holds every certificate it does). */
-static const char *upstream_trust(const char *upstream_ca)
-{
-	const char *env;
-
-	if (upstream_ca)
-		return upstream_ca;
-	env = getenv(X509_get_default_cert_file_env());
-	return env && *env ? env : X509_get_default_cert_file();
 }
 
 /* Setup done, sockets listening: confine, then serve until a signal. */
@@ -509,7 +450,7 @@ static int setup_and_serve(struct gw_cli *g, struct sl_gw_config *cfg, uv_loop_t
 		sl_tls_setup_done(&g->tls);
 		return SL_EXIT_FAILURE;
 	}
-	r = sl_tls_apply(&g->tls, g->gw, upstream_trust(g->upstream_ca), err, sizeof(err));
+	r = sl_tls_apply(&g->tls, g->gw, sl_tls_upstream_trust(g->upstream_ca), err, sizeof(err));
 	if (r < 0)
 		r = -EIO; /* SL_EXIT_FAILURE, as before */
 	if (r >= 0)

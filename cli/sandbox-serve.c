@@ -27,12 +27,12 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "gw-root.h"
 #include "macro.h"
 #include "policy-file.h"
 #include "serve-internal.h"
 
 /* Where the gateway's process is chrooted: empty, root's, not writable. */
-#define GW_EMPTY_DIR "/run/sluice/empty"
 /* How long the gateway may take to set up, to answer a reload, and to
  * close its connections (each writing its audit record) at the end,
  * before it is killed. Bounds on a process that may be wedged, not
@@ -122,51 +122,6 @@ static void owned_ranges(const struct sl_serve *t, struct sl_gw_config *cfg)
 	owned_add(cfg, &t->pool);
 	if (sl_netns_pool_parse(SL_NETNS_DEFAULT_POOL, &def) == 0)
 		owned_add(cfg, &def);
-}
-
-/* The gateway's root: an empty directory of root's that nobody else can
- * write, made if missing. A link, or anything in it, is refused: the
- * gateway would find a filesystem there. */
-static int empty_dir_ready(char *err, size_t errlen)
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-
-	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST)
-		return sl_err(err, errlen, negative_errno(), "/run/sluice: %m");
-	if (lstat("/run/sluice", &st) < 0)
-		return sl_err(err, errlen, negative_errno(), "/run/sluice: %m");
-	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
-		return sl_err(err, errlen, -EPERM,
-			      "/run/sluice: not a directory of root's that only root can write");
-	if (mkdir(GW_EMPTY_DIR, 0555) < 0 && errno != EEXIST)
-		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": %m");
-	fd = open(GW_EMPTY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
-		return sl_err(err, errlen, -EPERM,
-			      GW_EMPTY_DIR ": not a directory (a link?): refusing to chroot the "
-					   "gateway there; remove it");
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": %m");
-	if (st.st_uid != 0 || st.st_gid != 0)
-		return sl_err(err, errlen, -EPERM, GW_EMPTY_DIR ": owned by %u:%u, not root's",
-			      (unsigned)st.st_uid, (unsigned)st.st_gid);
-	if ((st.st_mode & 07777) != 0555 && fchmod(fd, 0555) < 0)
-		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": chmod: %m");
-	d = fdopendir(TAKE_FD(fd));
-	if (!d)
-		return sl_err(err, errlen, negative_errno(), GW_EMPTY_DIR ": %m");
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			closedir(d);
-			return sl_err(err, errlen, -ENOTEMPTY,
-				      GW_EMPTY_DIR ": not empty: refusing to chroot the gateway "
-						   "there; empty it");
-		}
-	closedir(d);
-	return 0;
 }
 
 /* ---- The gateway's process, from the supervisor's side ---- */
@@ -314,7 +269,7 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 				   .resolver = resolver,
 				   .tls = t->tls,
 				   .upstream_ca = t->upstream_ca,
-				   .empty_dir = GW_EMPTY_DIR};
+				   .empty_dir = SL_GW_ROOT};
 	struct inside in = {
 	    .capture_fd = -1, .blocked = audit != NULL, .err = err, .errlen = errlen};
 	struct in_addr host = sl_netns_sandbox_host_addr(sb);
@@ -341,7 +296,7 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 
 	ret = sl_netns_sandbox_run_inside(sb, make_inside, &in);
 	if (ret >= 0)
-		ret = empty_dir_ready(err, errlen);
+		ret = sl_cli_gateway_root(err, errlen);
 	/* A uid of its own: not root, not the command's, not another
 	 * sandbox's gateway's. */
 	if (ret >= 0)

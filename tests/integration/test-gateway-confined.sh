@@ -165,9 +165,9 @@ refused() { # refused SETUP: the gateway's exit status and its last line
 }
 out=$(refused "mkdir /run/sluice/empty && touch /run/sluice/empty/x && chmod 555 /run/sluice/empty")
 check_has "an empty directory that is not empty is refused (exit 4), naming what it holds" \
-	"4 sluice gateway: /run/sluice/empty: must be empty, holds 'x'; not serving" "$out"
+	"4 sluice gateway: /run/sluice/empty: must be empty, holds 'x' (the gateway is chrooted there); not serving" "$out"
 out=$(refused "ln -s /tmp /run/sluice/empty")
-check_has "... so is a symlink in its place" "(it must be a directory, not a symlink); not serving" "$out"
+check_has "... so is a symlink in its place" "not a directory (a link?): the gateway is chrooted there; remove it; not serving" "$out"
 check_has "... (exit 4)" "4 sluice gateway: /run/sluice/empty:" "$out"
 out=$(refused "mkdir -m 777 /run/sluice/empty")
 check_has "... and one anyone can write" "4 sluice gateway: /run/sluice/empty: must be root:root, mode 0555" "$out"

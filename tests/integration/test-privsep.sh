@@ -250,13 +250,13 @@ out=$(world_host unshare -m --propagation private sh -c \
 	"mount -t tmpfs -o mode=0555 slt-empty /run/sluice/empty && touch /run/sluice/empty/x &&
 	exec '$SLUICE' run -- sh -c 'echo ran'" 2>&1)
 check "a file in /run/sluice/empty: run refuses (125) and says why, the command never ran" \
-	"125 sluice run: /run/sluice/empty: not empty: refusing to chroot the gateway there; empty it" \
+	"125 sluice run: /run/sluice/empty: must be empty, holds 'x' (the gateway is chrooted there)" \
 	"$? $out"
 out=$(world_host unshare -m --propagation private sh -c \
 	"mount -t tmpfs -o mode=0755 slt-run /run/sluice && ln -s /tmp /run/sluice/empty &&
 	exec '$SLUICE' run -- sh -c 'echo ran'" 2>&1)
 check "/run/sluice/empty a link: refused the same way" \
-	"125 sluice run: /run/sluice/empty: not a directory (a link?): refusing to chroot the gateway there; remove it" \
+	"125 sluice run: /run/sluice/empty: not a directory (a link?): the gateway is chrooted there; remove it" \
 	"$? $out"
 
 finish

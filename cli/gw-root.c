@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The gateway process's root directory (gw-root.h), for `sluice gateway`
+ * and for the gateway process of `run` and `attach` alike. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gw-root.h"
+#include "err.h"
+#include "macro.h"
+
+int sl_cli_gateway_root(char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int r = 0;
+
+	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST)
+		return sl_err(err, errlen, -errno, "/run/sluice: %m");
+	if (lstat("/run/sluice", &st) < 0)
+		return sl_err(err, errlen, -errno, "/run/sluice: %m");
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return sl_err(err, errlen, -EPERM,
+			      "/run/sluice: not a directory of root's that only root can write");
+	/* Made 0555 whatever the umask. */
+	if (mkdir(SL_GW_ROOT, 0555) == 0 && chmod(SL_GW_ROOT, 0555) < 0)
+		return sl_err(err, errlen, -errno, SL_GW_ROOT ": %m");
+	fd = open(SL_GW_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+		return sl_err(err, errlen, -EPERM,
+			      SL_GW_ROOT ": not a directory (a link?): the gateway is chrooted "
+					 "there; remove it");
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return sl_err(err, errlen, -errno, SL_GW_ROOT ": %m");
+	if (st.st_uid != 0 || st.st_gid != 0 || (st.st_mode & 07777) != 0555)
+		return sl_err(err, errlen, -EPERM,
+			      SL_GW_ROOT ": must be root:root, mode 0555 (rmdir it: sluice makes "
+					 "it again)");
+	d = fdopendir(TAKE_FD(fd));
+	if (!d)
+		return sl_err(err, errlen, -errno, SL_GW_ROOT ": %m");
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			r = sl_err(err, errlen, -ENOTEMPTY,
+				   SL_GW_ROOT ": must be empty, holds '%s' (the gateway is "
+					      "chrooted there)",
+				   e->d_name);
+			break;
+		}
+	closedir(d);
+	return r;
+}
