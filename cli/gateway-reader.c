@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "fdpass.h"
 #include "gateway-reader.h"
 #include "macro.h"
 #include "netns.h"
@@ -22,28 +23,10 @@ struct answer {
 static int send_answer(int sock, char what, int fd, int error)
 {
 	struct answer a = { .what = what, .error = error };
-	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	/* MSG_NOSIGNAL: a gateway gone in between must not kill us before
+	/* Never SIGPIPE: a gateway gone in between must not kill us before
 	 * the uid is released. */
-	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return sl_fd_send(sock, &a, sizeof(a), fd);
 }
 
 /* One file, opened as at start: the policy with the trust checks of
@@ -163,31 +146,18 @@ int sl_gw_reader_ask(struct sl_gw_reader *r, enum sl_reader_what what)
 int sl_gw_reader_answer(struct sl_gw_reader *r, enum sl_reader_what *ret_what)
 {
 	struct answer a;
-	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c;
 	int fd = -1;
 	ssize_t n;
 
 	if (r->fd < 0)
 		return -EPIPE;
-	n = recvmsg(r->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	n = sl_fd_recv(r->fd, &a, sizeof(a), &fd);
 	if (n == 0)
 		return -EPIPE;
-	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	if (n != (ssize_t)sizeof(a) || (m.msg_flags & MSG_CTRUNC) || (a.error == 0) != (fd >= 0)) {
-		if (fd >= 0)
-			close(fd);
+	if (n < 0)
+		return (int)n;
+	if ((a.error == 0) != (fd >= 0)) {
+		sl_closep(&fd);
 		return -EPROTO;
 	}
 	*ret_what = (enum sl_reader_what)a.what;

@@ -341,7 +341,7 @@ static int command(struct sl_serve *t, uint32_t type, uint64_t value, int fd)
 
 	if (t->gw_commands < 0 || t->gw_gone)
 		return -ESRCH;
-	return sl_serve_msg_send(t->gw_commands, &m, sizeof(m), fd);
+	return sl_fd_send(t->gw_commands, &m, sizeof(m), fd);
 }
 
 void sl_serve_gateway_stop(struct sl_serve *t)

@@ -60,41 +60,11 @@ struct gw_proc {
 	bool stopping;
 };
 
-int sl_serve_msg_send(int fd, const void *msg, size_t len, int pass_fd)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n;
-
-	if (pass_fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	do
-		n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return negative_errno();
-	return (size_t)n == len ? 0 : -EMSGSIZE;
-}
-
 static void tell(struct gw_proc *g, uint32_t type, int err, uint64_t value)
 {
 	struct sl_serve_msg m = {.type = type, .err = err, .value = value};
 
-	if (sl_serve_msg_send(g->events, &m, sizeof(m), -1) < 0 && !g->stopping)
+	if (sl_fd_send(g->events, &m, sizeof(m), -1) < 0 && !g->stopping)
 		fprintf(stderr, "%s: gateway: cannot tell the supervisor: %m\n", g->prog);
 }
 
@@ -323,29 +293,15 @@ static void stop(struct gw_proc *g, uint64_t unlogged)
 static void commands_cb(uv_poll_t *p, int status, int events)
 {
 	struct gw_proc *g = container_of(p, struct gw_proc, commands_poll);
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	struct sl_serve_msg m;
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm;
 	int fd = -1, r;
 	ssize_t n;
 
 	(void)status;
 	(void)events;
-	n = recvmsg(g->commands, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = sl_fd_recv(g->commands, &m, sizeof(m), &fd);
+	if (n == -EAGAIN)
 		return;
-	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
-			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	if (n != (ssize_t)sizeof(m)) {
 		/* The supervisor is gone (EOF): so is the sandbox's fence
 		 * keeper; serve nothing more. */
@@ -358,7 +314,7 @@ static void commands_cb(uv_poll_t *p, int status, int events)
 		r = fd >= 0 ? reload_from(g, fd) : -EBADF;
 		m = (struct sl_serve_msg){
 		    .type = SL_SERVE_MSG_RELOADED, .err = r, .value = m.value};
-		if (sl_serve_msg_send(g->commands, &m, sizeof(m), -1) < 0)
+		if (sl_fd_send(g->commands, &m, sizeof(m), -1) < 0)
 			fprintf(stderr, "%s: gateway: cannot answer the supervisor: %m\n", g->prog);
 		break;
 	case SL_SERVE_MSG_UNLOGGED:
@@ -385,7 +341,7 @@ static _Noreturn void fail(struct gw_proc *g, const char *text)
 	struct sl_serve_msg_failed f = {.m = {.type = SL_SERVE_MSG_FAILED}};
 
 	snprintf(f.text, sizeof(f.text), "%s", text);
-	if (sl_serve_msg_send(g->events, &f, sizeof(f), -1) < 0)
+	if (sl_fd_send(g->events, &f, sizeof(f), -1) < 0)
 		fprintf(stderr, "%s: %s\n", g->prog, text);
 	_exit(1);
 }

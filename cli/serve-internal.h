@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "fdpass.h"
 #include "sandbox-serve.h"
 
 enum sl_serve_msg_type {
@@ -81,6 +82,3 @@ struct sl_serve_child {
  * supervisor's end closes; never returns. */
 _Noreturn void sl_serve_child_main(struct sl_serve_child *c);
 
-/* Send one message (and an fd, or -1) without blocking and without
- * SIGPIPE. 0 or a negative errno. */
-int sl_serve_msg_send(int fd, const void *msg, size_t len, int pass_fd);
