@@ -1,13 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TLS inspection, shared by the files that do it: inspect.c (the client
- * connection: its handshake, reading, refusals, the request body, the end
- * of an exchange, conn.c's entry points), inspect-request.c (a request
- * head decided and rewritten for the origin), inspect-response.c (the
- * origin's response, scrubbed and framed again for the client),
- * inspect-upstream.c (upstream TLS connections: connect, handshake, the
- * pool of kept-alive ones, the session cache) and inspect-tls.c (the two
- * SSL_CTXs, ALPN, the secrets). Not part of the gateway's API.
+ * TLS inspection, shared by the files that do it. They are layers, each
+ * calling only the ones under it (tests/shape checks that no file calls
+ * back up):
+ *
+ *   inspect.c           the client connection: its handshake, reading,
+ *                       the request body, the end of an exchange, conn.c's
+ *                       entry points; drives the exchange
+ *   inspect-request.c   a request head decided and rewritten for the origin
+ *   inspect-response.c  the origin's response, scrubbed and framed again
+ *   inspect-io.c        writing to the client; refusals inside the tunnel
+ *   inspect-upstream.c  upstream TLS connections: connect, handshake, the
+ *                       pool of kept-alive ones
+ *   inspect-tls.c       the two SSL_CTXs, ALPN, the secrets, the session cache
+ *
+ * Where a lower file must tell the driver something happened (an upstream
+ * connection is ready or failed, a response is complete), it calls through
+ * in->ops, which inspect.c sets: struct insp_ops below. Not part of the
+ * gateway's API.
  */
 #pragma once
 
@@ -27,6 +37,27 @@
 #define DRIVE_ROUNDS 4096
 
 struct up;
+struct insp;
+
+/* What the lower files tell the exchange's driver (inspect.c sets
+ * in->ops): the way they signal up without naming the file above. */
+struct insp_ops {
+	/* inspect-upstream.c: in->up is connected, or came from the pool:
+	 * the head may go. */
+	void (*up_ready)(struct insp *in);
+	/* inspect-upstream.c: the origin sent records, or its end. */
+	void (*up_readable)(struct insp *in);
+	/* inspect-upstream.c: the queue to the origin drained to half: the
+	 * client, paused for it, may be read again. */
+	void (*up_drained)(struct insp *in);
+	/* inspect-upstream.c: in->up failed before it carried the exchange
+	 * (already closed): the client gets the refusal. */
+	void (*up_failed)(struct insp *in, int status, const char *reason, const char *why);
+	/* inspect-response.c: the response is complete. */
+	void (*end_exchange)(struct insp *in, bool reusable);
+	/* inspect-response.c: after a 101, the client's bytes may flow. */
+	void (*drive_client)(struct insp *in);
+};
 
 struct sl_gw_tls {
 	struct sl_gw *gw;
@@ -86,6 +117,7 @@ struct up {
 
 struct insp {
 	struct conn *c;
+	const struct insp_ops *ops;
 	enum ist st;
 	SSL *ssl;
 	BIO *rb, *wb;
@@ -121,16 +153,11 @@ struct insp {
 };
 
 /* inspect.c */
-void insp_wipe_uhead(struct insp *in);
-/* The connection, or the inspection in it, is on its way out. */
-bool insp_closing(const struct insp *in);
-int insp_client_flush(struct insp *in, bool close_after);
-int insp_client_write(struct insp *in, const void *p, size_t n);
-void insp_respond(struct insp *in, int status, const char *reason, const char *why);
-void insp_end_exchange(struct insp *in, bool reusable);
 /* Read and act on what the client sent, as far as the state allows;
  * reentrant calls are folded into the running one. */
 void insp_drive_client(struct insp *in);
+/* The exchange is over: audit it; keep or close each side. */
+void insp_end_exchange(struct insp *in, bool reusable);
 
 /* inspect-request.c: a complete request head in in->cbuf, decided; on
  * allow, on to an upstream connection. */
@@ -140,9 +167,17 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r);
  * write queue allows. */
 void insp_drive_upstream(struct insp *in);
 
+/* inspect-io.c */
+void insp_wipe_uhead(struct insp *in);
+/* The connection, or the inspection in it, is on its way out. */
+bool insp_closing(const struct insp *in);
+int insp_client_flush(struct insp *in, bool close_after);
+int insp_client_write(struct insp *in, const void *p, size_t n);
+/* The record of a refused request, now (unless it has one). */
+void insp_audit_now(struct conn *c);
+void insp_respond(struct insp *in, int status, const char *reason, const char *why);
+
 /* inspect-upstream.c */
-/* The SSL_CTX's new-session callback: the session cache. */
-int insp_new_session(SSL *ssl, SSL_SESSION *sess);
 /* Plaintext to the origin, through its TLS. */
 int insp_up_write(struct up *up, const void *p, size_t n);
 void insp_up_close(struct up *up);
@@ -152,10 +187,12 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 /* An exchange is done with up: kept in the pool if it may be, else closed. */
 void insp_pool_put(struct up *up);
 /* in->up: from the pool (unless fresh), else a new connection; the head
- * goes once it is ready. */
+ * goes once it is ready (in->ops->up_ready). */
 void insp_get_upstream(struct insp *in, bool fresh);
 
 /* inspect-tls.c */
 /* OpenSSL's last error, for a message. */
 const char *insp_tls_error(void);
 const struct sl_secret_value *insp_secret_by_name(const struct sl_gw_tls *t, const char *name);
+/* The SSL_CTX's new-session callback: the session cache. */
+int insp_new_session(SSL *ssl, SSL_SESSION *sess);

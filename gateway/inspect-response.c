@@ -118,10 +118,10 @@ static void response_complete(struct insp *in)
 		/* The origin answered before the request's body was all
 		 * sent: neither connection can carry another exchange. */
 		in->close_after = true;
-		insp_end_exchange(in, false);
+		in->ops->end_exchange(in, false);
 		return;
 	}
-	insp_end_exchange(in, true);
+	in->ops->end_exchange(in, true);
 }
 
 /* A response head is complete in rbuf[0..k). */
@@ -265,7 +265,7 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 			if (n)
 				upstream_plain(in, p, n);
 			c->bytes_down -= n;
-			insp_drive_client(in);
+			in->ops->drive_client(in);
 			return;
 		}
 		if (in->resp.done) {

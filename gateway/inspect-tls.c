@@ -3,8 +3,9 @@
  * TLS inspection: the gateway's part, set up once. The SSL_CTX that faces
  * the sandbox (HTTP/1.1 only by ALPN; the leaf is set per connection from
  * ca.c) and the one that faces origins (verified against --upstream-ca or
- * the system's store, sessions cached), and the secrets the rules inject.
- * A file because it is configuration, not a connection.
+ * the system's store), the cache of sessions to resume, and the secrets
+ * the rules inject. A file because it is configuration, not a connection:
+ * the bottom of inspection's layers, calling none of the others.
  */
 #include <errno.h>
 #include <openssl/err.h>
@@ -21,6 +22,34 @@ const char *insp_tls_error(void)
 	const char *s = e ? ERR_reason_error_string(e) : NULL;
 
 	return s ? s : "TLS failed";
+}
+
+/* The client SSL_CTX's new-session callback: the cache of sessions to
+ * resume, one per origin (host and port), the oldest replaced. */
+int insp_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct up *up = SSL_get_app_data(ssl);
+	struct sl_gw_tls *t;
+	unsigned i, slot;
+
+	if (!up)
+		return 0;
+	t = up->t;
+	slot = t->sess_next;
+	for (i = 0; i < SESS_CACHE; i++)
+		if (t->sess[i].s && t->sess[i].port == up->port &&
+		    strcmp(t->sess[i].host, up->host) == 0) {
+			slot = i;
+			break;
+		}
+	if (i == SESS_CACHE)
+		t->sess_next = (t->sess_next + 1) % SESS_CACHE;
+	if (t->sess[slot].s)
+		SSL_SESSION_free(t->sess[slot].s);
+	snprintf(t->sess[slot].host, sizeof(t->sess[slot].host), "%s", up->host);
+	t->sess[slot].port = up->port;
+	t->sess[slot].s = sess;
+	return 1; /* we keep the reference */
 }
 
 /* ---- the gateway's part ---- */

@@ -3,9 +3,12 @@
  * TLS inspection: the connections to origins. A struct up lives on its
  * own, apart from any client connection, because it outlives one in the
  * pool: resolve, connect, the TLS handshake that verifies the origin,
- * writes and reads, the pool of kept-alive connections (bounded, idle
- * limit, flushed by a reload) and the cache of sessions to resume. A
- * file because these are the lifetimes that are not a struct conn's.
+ * writes and reads, and the pool of kept-alive connections (bounded,
+ * idle limit, flushed by a reload); sessions to resume come from
+ * inspect-tls.c's cache. A file because these are the lifetimes that are
+ * not a struct conn's. What its owner must hear (ready, readable,
+ * drained, failed) goes through the owner's in->ops: this file names
+ * nothing above it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,32 +26,6 @@
 #define POOL_MAX 32
 #define POOL_PER_HOST 4
 #define POOL_IDLE_MS 30000
-
-int insp_new_session(SSL *ssl, SSL_SESSION *sess)
-{
-	struct up *up = SSL_get_app_data(ssl);
-	struct sl_gw_tls *t;
-	unsigned i, slot;
-
-	if (!up)
-		return 0;
-	t = up->t;
-	slot = t->sess_next;
-	for (i = 0; i < SESS_CACHE; i++)
-		if (t->sess[i].s && t->sess[i].port == up->port &&
-		    strcmp(t->sess[i].host, up->host) == 0) {
-			slot = i;
-			break;
-		}
-	if (i == SESS_CACHE)
-		t->sess_next = (t->sess_next + 1) % SESS_CACHE;
-	if (t->sess[slot].s)
-		SSL_SESSION_free(t->sess[slot].s);
-	snprintf(t->sess[slot].host, sizeof(t->sess[slot].host), "%s", up->host);
-	t->sess[slot].port = up->port;
-	t->sess[slot].s = sess;
-	return 1; /* we keep the reference */
-}
 
 void sl_gw_tls_flush_pool(struct sl_gw *gw)
 {
@@ -94,7 +71,7 @@ static void up_written(uv_write_t *req, int status)
 	if (in && in->client_paused &&
 	    uv_stream_get_write_queue_size((uv_stream_t *)&up->tcp) <=
 		in->c->gw->cfg.max_buffered_bytes / 2)
-		insp_drive_client(in);
+		in->ops->up_drained(in);
 }
 
 static int up_flush(struct up *up)
@@ -193,15 +170,13 @@ void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = buf->base ? TLS_CHUNK : 0;
 }
 
-static void up_ready(struct insp *in);
-
 static void up_fail(struct up *up, int status, const char *reason, const char *why)
 {
 	struct insp *in = up->owner;
 
 	insp_up_close(up);
 	if (in)
-		insp_respond(in, status, reason, why);
+		in->ops->up_failed(in, status, reason, why);
 }
 
 static void up_handshake(struct up *up)
@@ -217,7 +192,7 @@ static void up_handshake(struct up *up)
 		up->ready = true;
 		uv_timer_stop(&up->timer);
 		if (up->owner)
-			up_ready(up->owner);
+			up->owner->ops->up_ready(up->owner);
 		return;
 	}
 	e = SSL_get_error(up->ssl, r);
@@ -255,7 +230,7 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		/* Records already here are drained first; insp_drive_upstream
 		 * reports the end once they are (also after a pause). */
 		up->eof = true;
-		insp_drive_upstream(in);
+		in->ops->up_readable(in);
 		return;
 	}
 	BIO_write(up->rb, buf->base, (int)nread);
@@ -274,7 +249,7 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			insp_up_close(up);
 		return;
 	}
-	insp_drive_upstream(in);
+	in->ops->up_readable(in);
 }
 
 static void up_timer_fired(uv_timer_t *tm)
@@ -459,12 +434,12 @@ void insp_get_upstream(struct insp *in, bool fresh)
 	if (up) {
 		up->owner = in;
 		in->up = up;
-		up_ready(in);
+		in->ops->up_ready(in);
 		return;
 	}
 	up = calloc(1, sizeof(*up));
 	if (!up) {
-		insp_respond(in, 502, "connect-failed", "out of memory");
+		in->ops->up_failed(in, 502, "connect-failed", "out of memory");
 		return;
 	}
 	up->t = t;
@@ -489,28 +464,4 @@ void insp_get_upstream(struct insp *in, bool fresh)
 	r = sl_gw_resolve(c->gw->resolver, up->host, up_resolved, up, &up->rreq);
 	if (r < 0)
 		up_fail(up, 502, "resolve-failed", "cannot start a DNS lookup");
-}
-
-/* The upstream connection is ready: the head goes, then the body. */
-static void up_ready(struct insp *in)
-{
-	struct up *up = in->up;
-	int r;
-
-	r = insp_up_write(up, in->uhead, in->uhead_len);
-	if (!in->reused)
-		insp_wipe_uhead(in);
-	if (r < 0) {
-		insp_respond(in, 502, "connect-failed", "cannot write to the origin");
-		return;
-	}
-	in->st = I_EXCHANGE;
-	if (up->paused) {
-		up->paused = false;
-		uv_read_start((uv_stream_t *)&up->tcp, insp_up_alloc, insp_up_read);
-	}
-	insp_drive_client(in);
-	/* A pooled connection may already hold records. */
-	if (!insp_closing(in) && in->up == up)
-		insp_drive_upstream(in);
 }

@@ -22,13 +22,17 @@
  * two reads is still found. Nothing is buffered beyond what framing and
  * the scrubber need: a streamed event reaches the sandbox as it arrives.
  *
- * This file is the client connection: its handshake, reading its
- * plaintext, refusals inside the tunnel, the request body on its way up,
- * the end of each exchange, and conn.c's entry points. The rest of the
- * way is in files of their own, each one step a reader can follow alone
- * (inspect-internal.h has the map): a request decided and rewritten
- * (inspect-request.c), the response back (inspect-response.c), upstream
+ * This file is the client connection and the exchange's driver, the top
+ * of inspection's layers: its handshake, reading its plaintext, the
+ * request body on its way up, the upstream connection made ready for the
+ * head, the end of each exchange, and conn.c's entry points (through
+ * conn-inspect.c). The rest of the way is in files under it, each one
+ * step a reader can follow alone (inspect-internal.h has the map): a
+ * request decided and rewritten (inspect-request.c), the response back
+ * (inspect-response.c), writing to the client (inspect-io.c), upstream
  * connections (inspect-upstream.c), the TLS contexts (inspect-tls.c).
+ * Those call nothing up here by name: what they must report comes back
+ * through in->ops (insp_ops, above conn.c's entry points).
  */
 #include <errno.h>
 #include <openssl/err.h>
@@ -44,106 +48,9 @@
 
 #define CBUF_MIN (64 * 1024)
 
-/* The upstream head holds the secret: wiped once it is no longer needed
- * (sent, and no retry can need it). */
-void insp_wipe_uhead(struct insp *in)
-{
-	if (in->uhead) {
-		explicit_bzero(in->uhead, in->uhead_len);
-		free(in->uhead);
-		in->uhead = NULL;
-	}
-}
-
 static size_t cbuf_cap(const struct sl_gw *gw)
 {
 	return gw->cfg.max_header_bytes + 1 > CBUF_MIN ? gw->cfg.max_header_bytes + 1 : CBUF_MIN;
-}
-
-bool insp_closing(const struct insp *in)
-{
-	return in->c->state == ST_CLOSING || in->st == I_CLOSING;
-}
-
-/* ---- writing ---- */
-
-/* Whatever TLS records the client's SSL has made go out on its socket. */
-int insp_client_flush(struct insp *in, bool close_after)
-{
-	size_t n = (size_t)BIO_ctrl_pending(in->wb);
-	char *buf;
-
-	if (n == 0) {
-		if (close_after)
-			conn_close(in->c);
-		return 0;
-	}
-	buf = malloc(n);
-	if (!buf || BIO_read(in->wb, buf, (int)n) != (int)n) {
-		free(buf);
-		return -ENOMEM;
-	}
-	return conn_send_owned(in->c, true, buf, n, close_after);
-}
-
-int insp_client_write(struct insp *in, const void *p, size_t n)
-{
-	if (n && SSL_write(in->ssl, p, (int)n) != (int)n)
-		return -EIO;
-	return insp_client_flush(in, false);
-}
-
-/* ---- answering inside the tunnel ---- */
-
-/* Write the record of a refused request now: after the first exchange, a
- * request whose head never parsed would have none at close (conn.c takes
- * such a connection for one that ended between requests). */
-static void audit_now(struct conn *c)
-{
-	if (c->audited)
-		return;
-	if (!c->decided) {
-		c->dec.rule = NULL;
-		c->decided = true; /* for the host; refused says deny */
-	}
-	conn_write_audit(c);
-}
-
-/* A refusal (or failure) the client reads as an HTTP response inside its
- * TLS session; then the connection ends. */
-void insp_respond(struct insp *in, int status, const char *reason, const char *why)
-{
-	struct conn *c = in->c;
-	char *msg;
-	int n;
-
-	if (insp_closing(in))
-		return;
-	c->status = status;
-	c->refused = true;
-	if (reason)
-		c->reason = reason;
-	audit_now(c);
-	in->st = I_CLOSING;
-	if (in->up) {
-		insp_up_close(in->up);
-		in->up = NULL;
-	}
-	if (in->resp_started || !SSL_is_init_finished(in->ssl)) {
-		conn_close(c);
-		return;
-	}
-	uv_read_stop((uv_stream_t *)&c->client);
-	n = conn_error_response(status, why, &msg);
-	if (n < 0 || SSL_write(in->ssl, msg, n) != n) {
-		free(msg);
-		conn_close(c);
-		return;
-	}
-	free(msg);
-	SSL_shutdown(in->ssl);
-	if (insp_client_flush(in, true) < 0)
-		conn_close(c);
 }
 
 static void forward_body(struct insp *in)
@@ -442,6 +349,40 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	insp_drive_client(in);
 }
 
+/* The upstream connection is ready: the head goes, then the body. */
+static void up_ready(struct insp *in)
+{
+	struct up *up = in->up;
+	int r;
+
+	r = insp_up_write(up, in->uhead, in->uhead_len);
+	if (!in->reused)
+		insp_wipe_uhead(in);
+	if (r < 0) {
+		insp_respond(in, 502, "connect-failed", "cannot write to the origin");
+		return;
+	}
+	in->st = I_EXCHANGE;
+	if (up->paused) {
+		up->paused = false;
+		uv_read_start((uv_stream_t *)&up->tcp, insp_up_alloc, insp_up_read);
+	}
+	insp_drive_client(in);
+	/* A pooled connection may already hold records. */
+	if (!insp_closing(in) && in->up == up)
+		insp_drive_upstream(in);
+}
+
+/* What the layers below tell the exchange's driver (inspect-internal.h). */
+static const struct insp_ops insp_ops = {
+	.up_ready = up_ready,
+	.up_readable = insp_drive_upstream,
+	.up_drained = insp_drive_client,
+	.up_failed = insp_respond,
+	.end_exchange = insp_end_exchange,
+	.drive_client = insp_drive_client,
+};
+
 /* ---- the conn's side ---- */
 
 void conn_inspect_start(struct conn *c)
@@ -457,6 +398,7 @@ void conn_inspect_start(struct conn *c)
 	c->insp = in;
 	c->inspect = true;
 	in->c = c;
+	in->ops = &insp_ops;
 	in->st = I_HANDSHAKE;
 	snprintf(in->host, sizeof(in->host), "%s", c->dec.host);
 	in->kind = c->dec.host_kind;
@@ -554,7 +496,7 @@ void conn_inspect_close(struct conn *c)
 		c->refused = true;
 		if (!c->reason)
 			c->reason = "incomplete-request";
-		audit_now(c);
+		insp_audit_now(c);
 	}
 	in->st = I_CLOSING;
 	if (in->up) {
