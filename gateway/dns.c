@@ -22,6 +22,11 @@
  * Every resource a client controls is bounded: queries resolving at once
  * per gateway, TCP connections, bytes per TCP message, queries in flight per
  * TCP connection, idle time, and the entries of the address map.
+ *
+ * This file is the server's sockets, the top of its two layers: UDP, TCP
+ * (RFC 7766: framing, pipelining, idle limit), sending replies, setup and
+ * teardown. Each message goes down to dns-answer.c, which answers it and
+ * sends through d->send (send_reply here); dns-internal.h has the map.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,164 +34,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "dns-internal.h"
 #include "dns-map.h"
-#include "dns-wire.h"
-#include "gateway-internal.h"
 #include "macro.h"
 
-#define DNS_MAX_QUERIES 256   /* resolving at once, per gateway */
 #define DNS_MAX_TCP 64        /* TCP connections open at once */
 #define DNS_MAX_UDP_SENDS 256 /* replies queued behind a full socket buffer */
-/* A query we accept is one question and an OPT record; RFC 7766 lets
- * messages be longer, but nothing longer than this is a query we answer. */
-#define DNS_TCP_MSG_MAX 4096
-#define DNS_TCP_PIPELINE 16     /* queries and replies in flight per connection */
-#define DNS_TCP_IDLE_MS 10000   /* RFC 7766 6.2.3 suggests seconds, not minutes */
-#define DNS_TTL_MAX 60          /* a policy reload takes effect within a minute */
-#define DNS_REPLY_MAX 2048      /* 8 addresses, the question and OPT fit easily */
+#define DNS_TCP_PIPELINE 16   /* queries and replies in flight per connection */
+#define DNS_TCP_IDLE_MS 10000 /* RFC 7766 6.2.3 suggests seconds, not minutes */
 #define DNS_MAP_MAX 4096
-/* A client may connect a little after the TTL we gave it runs out (it
- * looked the name up just before; a TTL of 0 still precedes a connect). */
-#define DNS_MAP_GRACE_MS 10000
-
-struct dns_tcp;
-
-struct dns_query {
-	struct sl_gw_dns *d;
-	struct dns_query *prev, *next;
-	struct dns_tcp *tcp; /* NULL: UDP */
-	struct sockaddr_storage peer;
-	char client[INET6_ADDRSTRLEN + 10];
-	struct sl_gw_policy *pol;
-	struct sl_gw_resolve_req *req;
-	uint64_t start_wall_ms, start_ms;
-	struct sl_dns_query q;
-};
-
-struct dns_tcp {
-	struct sl_gw_dns *d;
-	struct dns_tcp *prev, *next;
-	uv_tcp_t h;
-	uv_timer_t idle;
-	unsigned open_handles;
-	unsigned busy; /* queries resolving + replies being written */
-	bool closing, reading, eof;
-	char client[INET6_ADDRSTRLEN + 10];
-	size_t have;
-	uint8_t buf[2 + DNS_TCP_MSG_MAX];
-};
-
-struct dns_write {
-	uv_write_t w;
-	struct dns_tcp *c;
-	uint8_t buf[];
-};
-
-struct dns_send {
-	uv_udp_send_t s;
-	struct sl_gw_dns *d;
-	uint8_t buf[];
-};
-
-struct sl_gw_dns {
-	struct sl_gw *gw;
-	uv_udp_t udp;
-	uv_tcp_t tcp;
-	bool udp_open, tcp_open, closing;
-	unsigned n_queries, n_tcp, n_sends;
-	struct dns_query *queries;
-	struct dns_tcp *conns;
-	uint8_t udp_buf[DNS_TCP_MSG_MAX];
-	struct sl_dns_map *map; /* what we answered: address -> name */
-};
-
-/* ---- The address map ---- */
-
-static const uint8_t *addr_bytes(const struct sockaddr *addr)
-{
-	if (addr->sa_family == AF_INET)
-		return (const uint8_t *)&((const struct sockaddr_in *)addr)->sin_addr;
-	if (addr->sa_family == AF_INET6)
-		return (const uint8_t *)&((const struct sockaddr_in6 *)addr)->sin6_addr;
-	return NULL;
-}
-
-int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char *name,
-		       size_t size)
-{
-	const uint8_t *a = addr_bytes(addr);
-
-	if (!gw->dns)
-		return -ENOENT;
-	if (!a)
-		return -EAFNOSUPPORT;
-	return sl_dns_map_get(gw->dns->map, addr->sa_family, a, uv_now(gw->loop), name, size);
-}
-
-int sl_gw_dns_names_for(const struct sl_gw *gw, const struct sockaddr *addr,
-			char (*names)[SL_DNS_NAME_BUF], size_t max)
-{
-	const uint8_t *a = addr_bytes(addr);
-
-	if (!gw->dns || !a)
-		return 0;
-	return sl_dns_map_get_all(gw->dns->map, addr->sa_family, a, uv_now(gw->loop), names, max);
-}
-
-/* ---- Audit ---- */
-
-static const char *qtype_name(uint16_t t, char *buf, size_t size)
-{
-	switch (t) {
-	case SL_DNS_TYPE_A: return "A";
-	case SL_DNS_TYPE_NS: return "NS";
-	case SL_DNS_TYPE_CNAME: return "CNAME";
-	case SL_DNS_TYPE_SOA: return "SOA";
-	case SL_DNS_TYPE_PTR: return "PTR";
-	case SL_DNS_TYPE_MX: return "MX";
-	case SL_DNS_TYPE_TXT: return "TXT";
-	case SL_DNS_TYPE_AAAA: return "AAAA";
-	case SL_DNS_TYPE_SRV: return "SRV";
-	case SL_DNS_TYPE_SVCB: return "SVCB";
-	case SL_DNS_TYPE_HTTPS: return "HTTPS";
-	case SL_DNS_TYPE_IXFR: return "IXFR";
-	case SL_DNS_TYPE_AXFR: return "AXFR";
-	case SL_DNS_TYPE_ANY: return "ANY";
-	default: break;
-	}
-	snprintf(buf, size, "TYPE%u", t); /* RFC 3597 5 */
-	return buf;
-}
-
-/* q: NULL for a message that did not parse. status: the rcode sent, or
- * negative when nothing was sent. */
-static void audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_query *q,
-		  uint64_t start_wall_ms, uint64_t start_ms, int status, bool allow,
-		  const char *reason, const char *rule)
-{
-	char tbuf[16];
-	struct sl_audit_record r = {
-		.ts_ms = start_wall_ms,
-		.sandbox = d->gw->cfg.sandbox,
-		.event = "dns",
-		.client = client,
-		.method = q ? qtype_name(q->qtype, tbuf, sizeof(tbuf)) : NULL,
-		.host = q ? q->qname : NULL,
-		.port = -1,
-		.status = status,
-		.decision = allow ? "allow" : "deny",
-		.rule = rule,
-		.reason = reason,
-		.bytes_up = -1,
-		.bytes_down = -1,
-		.duration_ms = (int64_t)(uv_now(d->gw->loop) - start_ms),
-	};
-
-	if (d->gw->audit)
-		(void)sl_audit_write(d->gw->audit, &r);
-	(void)sl_gw_audit_ok(d->gw);
-}
 
 /* ---- Sending replies ---- */
 
@@ -272,292 +128,6 @@ static void send_reply(struct sl_gw_dns *d, struct dns_tcp *c, const struct sock
 	}
 }
 
-static size_t reply_limit(const struct dns_tcp *c, const struct sl_dns_query *q)
-{
-	size_t lim = c ? DNS_REPLY_MAX : sl_dns_udp_limit(q);
-
-	return lim < DNS_REPLY_MAX ? lim : DNS_REPLY_MAX;
-}
-
-/* Reply with an rcode and the given answers (none for NODATA and errors). */
-static int reply(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
-		 const struct sl_dns_query *q, int rcode, const struct sl_dns_answer *ans,
-		 size_t n_ans, uint32_t ttl)
-{
-	uint8_t buf[DNS_REPLY_MAX];
-	size_t len;
-
-	if (sl_dns_build_response(q, rcode, ans, n_ans, ttl, buf, reply_limit(c, q), &len) < 0)
-		return -1; /* the client gets nothing and retries */
-	send_reply(d, c, peer, buf, len);
-	return rcode;
-}
-
-/* ---- Answering ---- */
-
-/* Take a query off the gateway's list before its reply is sent: sending
- * may close its connection, which cancels the queries still listed. */
-static void query_unlink(struct dns_query *dq)
-{
-	struct sl_gw_dns *d = dq->d;
-
-	if (dq->prev)
-		dq->prev->next = dq->next;
-	else
-		d->queries = dq->next;
-	if (dq->next)
-		dq->next->prev = dq->prev;
-	d->n_queries--;
-	if (dq->tcp)
-		dq->tcp->busy--;
-}
-
-static void query_free(struct dns_query *dq)
-{
-	sl_gw_policy_unref(dq->pol);
-	free(dq);
-}
-
-/* Is this resolved address one we may hand out under this policy? */
-static bool answer_ok(const struct sl_gw *gw, const struct sl_policy *p,
-		      const struct sockaddr_storage *ss, const uint8_t *bytes)
-{
-	if (sl_gw_is_local(gw, (const struct sockaddr *)ss) ||
-	    sl_gw_is_owned(gw, (const struct sockaddr *)ss))
-		return false;
-	if (sl_gw_addr_special(ss->ss_family, bytes) &&
-	    !sl_policy_private_allowed(p, ss->ss_family, bytes))
-		return false;
-	return true;
-}
-
-static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
-{
-	struct dns_query *dq = data;
-	struct sl_gw_dns *d = dq->d;
-	struct sl_dns_answer ans[SL_GW_MAX_ADDRS];
-	int family = dq->q.qtype == SL_DNS_TYPE_A ? AF_INET : AF_INET6;
-	size_t n = 0, seen = 0, i;
-	const char *reason = "allowed";
-	uint32_t ttl = 0;
-	int rcode = SL_DNS_RCODE_NOERROR, sent;
-
-	dq->req = NULL;
-	/* The audit log broke while this was resolved: no answer is given
-	 * out (it could not be audited). */
-	if (status == -EDQUOT || !sl_gw_audit_ok(d->gw)) {
-		/* The wildcard's budget of new names is spent (dns-gate.c,
-		 * which audited it once for the window: not per query, or
-		 * the names kept from upstream would flood the log).
-		 * REFUSED, not NXDOMAIN: the name may well exist, and a
-		 * stub that cached "no such name" would miss it after the
-		 * minute is over; REFUSED reads "try again later". */
-		query_unlink(dq);
-		(void)reply(d, dq->tcp, (const struct sockaddr *)&dq->peer, &dq->q,
-			    SL_DNS_RCODE_REFUSED, NULL, 0, 0);
-		if (dq->tcp)
-			tcp_resume(dq->tcp);
-		query_free(dq);
-		return;
-	}
-	if (status == -ENOENT) {
-		/* Upstream has no address for the name (c-ares folds "no
-		 * such name" and "no A or AAAA" together): NXDOMAIN lets
-		 * the client stop at once instead of retrying a SERVFAIL. */
-		rcode = SL_DNS_RCODE_NXDOMAIN;
-		reason = "resolve-failed";
-	} else if (status < 0) {
-		rcode = SL_DNS_RCODE_SERVFAIL;
-		reason = "resolve-failed";
-	} else {
-		uint64_t expires;
-
-		ttl = addrs->ttl < DNS_TTL_MAX ? addrs->ttl : DNS_TTL_MAX;
-		for (i = 0; i < addrs->n; i++) {
-			const struct sockaddr_storage *ss = &addrs->addr[i];
-			const uint8_t *b;
-
-			if (ss->ss_family != family)
-				continue;
-			b = family == AF_INET
-				    ? (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr
-				    : (const uint8_t *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
-			seen++;
-			if (!answer_ok(d->gw, dq->pol->p, ss, b))
-				continue;
-			ans[n].type = dq->q.qtype;
-			memcpy(ans[n].addr, b, family == AF_INET ? 4 : 16);
-			n++;
-		}
-		if (seen && !n)
-			reason = "private-address";
-		expires = uv_now(d->gw->loop) + (uint64_t)ttl * 1000 + DNS_MAP_GRACE_MS;
-		for (i = 0; i < n; i++)
-			(void)sl_dns_map_put(d->map, family, ans[i].addr, dq->q.qname, expires);
-	}
-	query_unlink(dq);
-	sent = reply(d, dq->tcp, (const struct sockaddr *)&dq->peer, &dq->q, rcode, ans, n, ttl);
-	audit(d, dq->client, &dq->q, dq->start_wall_ms, dq->start_ms, sent,
-	      rcode == SL_DNS_RCODE_NOERROR && !(seen && !n), reason, NULL);
-	/* The connection, if any, is still allocated: it is freed only in
-	 * its close callbacks, which run on a later loop turn. */
-	if (dq->tcp)
-		tcp_resume(dq->tcp);
-	query_free(dq);
-}
-
-/* Why a name is not answered, as sl_policy_decide() would say it for the
- * usual port: the deny rule that names it, or that no rule does. */
-static const char *denied_reason(const struct sl_policy *p, const struct sl_dns_query *q,
-				 char *rule, size_t size)
-{
-	struct sl_request req = { .host = q->qname, .host_len = q->qname_len, .port = 443 };
-	struct sl_decision dec;
-
-	sl_policy_decide(p, &req, &dec);
-	if (dec.verdict != SL_VERDICT_DENY)
-		return "port"; /* a deny rule takes every port some allow rule names */
-	if (dec.rule)
-		sl_rule_id(dec.rule, rule, size);
-	return sl_reason_to_string(dec.reason);
-}
-
-/* One message from a client: parse, decide, and reply now or after
- * resolving. msg is only read during the call. */
-/* What the policy answers at once, without resolving: the audit log down,
- * a class other than IN, a name no rule allows (or one kept out of the
- * sandbox's DNS), a type other than A and AAAA. True once q was answered
- * (and audited). */
-static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
-			     const char *client, const struct sl_dns_query *q, uint64_t wall,
-			     uint64_t now)
-{
-	const struct sl_policy *p = d->gw->policy->p;
-	const struct sl_rule *wild;
-	char rule[96] = "";
-	const char *reason;
-	int r;
-
-	/* The audit log cannot be written: nothing is decided, nor resolved
-	 * (a name sent upstream is data out), nor audited. */
-	if (!sl_gw_audit_ok(d->gw)) {
-		(void)reply(d, c, peer, q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
-		return true;
-	}
-	if (q->qclass != SL_DNS_CLASS_IN) {
-		/* CHAOS and friends (version.bind...) are not the policy's
-		 * business and tell a prober about us: refuse them. */
-		r = reply(d, c, peer, q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
-		audit(d, client, q, wall, now, r, false, "class", NULL);
-		return true;
-	}
-	if (!sl_policy_name_allowed(p, q->qname, q->qname_len)) {
-		reason = denied_reason(p, q, rule, sizeof(rule));
-		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
-		audit(d, client, q, wall, now, r, false, reason, rule[0] ? rule : NULL);
-		return true;
-	}
-	wild = sl_policy_name_wildcard(p, q->qname, q->qname_len);
-	if (wild && wild->exact_dns) {
-		/* The rule keeps its names out of the sandbox's DNS: they
-		 * are reached through the proxy, which resolves them under
-		 * the budget. NXDOMAIN, as for a name no rule allows. */
-		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
-		audit(d, client, q, wall, now, r, false, "exact-dns",
-		      sl_rule_id(wild, rule, sizeof(rule)));
-		return true;
-	}
-	if (q->qtype != SL_DNS_TYPE_A && q->qtype != SL_DNS_TYPE_AAAA) {
-		/* HTTPS, SVCB, TXT, MX, ANY...: the name exists, but we hold
-		 * only addresses, and forwarding the question would let
-		 * answers we never checked into the sandbox. NODATA. For
-		 * HTTPS and SVCB (RFC 9460) this also means the sandbox is
-		 * never handed an ECH configuration: a ClientHello that
-		 * hides its real SNI could not be decided by the capture. */
-		r = reply(d, c, peer, q, SL_DNS_RCODE_NOERROR, NULL, 0, 0);
-		audit(d, client, q, wall, now, r, true, "allowed", NULL);
-		return true;
-	}
-	return false;
-}
-
-/* An allowed A or AAAA question: resolved, then answered (on_resolved). */
-static void resolve_query(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
-			  const char *client, const struct sl_dns_query *q, uint64_t wall,
-			  uint64_t now)
-{
-	struct dns_query *dq;
-	int r;
-
-	if (d->n_queries >= DNS_MAX_QUERIES || !(dq = calloc(1, sizeof(*dq)))) {
-		r = reply(d, c, peer, q, SL_DNS_RCODE_SERVFAIL, NULL, 0, 0);
-		audit(d, client, q, wall, now, r, true, "overloaded", NULL);
-		return;
-	}
-	dq->d = d;
-	dq->tcp = c;
-	if (peer)
-		memcpy(&dq->peer, peer,
-		       peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-						  : sizeof(struct sockaddr_in6));
-	snprintf(dq->client, sizeof(dq->client), "%s", client);
-	dq->start_wall_ms = wall;
-	dq->start_ms = now;
-	dq->q = *q;
-	r = sl_gw_resolve(d->gw->resolver, q->qname, on_resolved, dq, &dq->req);
-	if (r < 0) {
-		free(dq);
-		r = reply(d, c, peer, q, SL_DNS_RCODE_SERVFAIL, NULL, 0, 0);
-		audit(d, client, q, wall, now, r, true, "resolve-failed", NULL);
-		return;
-	}
-	/* The policy decided now; the answers are filtered by the same one
-	 * even if a reload replaces it meanwhile. */
-	dq->pol = sl_gw_policy_ref(d->gw->policy);
-	dq->next = d->queries;
-	if (d->queries)
-		d->queries->prev = dq;
-	d->queries = dq;
-	d->n_queries++;
-	if (c)
-		c->busy++;
-}
-
-static void handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
-			   const char *client, const uint8_t *msg, size_t len)
-{
-	uint64_t wall = sl_audit_now_ms(), now = uv_now(d->gw->loop);
-	struct sl_dns_query q;
-	int r, rcode;
-
-	r = sl_dns_parse_query(msg, len, &q);
-	if (r < 0) {
-		uint8_t buf[SL_DNS_UDP_PLAIN];
-		size_t out;
-
-		rcode = sl_dns_error_rcode(r);
-		if (rcode >= 0 && sl_dns_build_error(msg, len, rcode, buf, sizeof(buf), &out) == 0)
-			send_reply(d, c, peer, buf, out);
-		else
-			rcode = -1;
-		audit(d, client, NULL, wall, now, rcode, false, "malformed", NULL);
-		return;
-	}
-	if (answer_by_policy(d, c, peer, client, &q, wall, now))
-		return;
-	resolve_query(d, c, peer, client, &q, wall, now);
-}
-
-/* Drop a query whose client is gone or whose gateway is stopping. */
-static void query_cancel(struct dns_query *dq)
-{
-	sl_gw_resolve_cancel(dq->req);
-	query_unlink(dq);
-	audit(dq->d, dq->client, &dq->q, dq->start_wall_ms, dq->start_ms, -1, true, "cancelled",
-	      NULL);
-	query_free(dq);
-}
-
 /* ---- UDP ---- */
 
 static void format_peer(const struct sockaddr *sa, char *buf, size_t size)
@@ -614,11 +184,11 @@ static void udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *b, const struct
 			send_reply(d, NULL, addr, buf, out);
 			sent = SL_DNS_RCODE_FORMERR;
 		}
-		audit(d, client, NULL, sl_audit_now_ms(), uv_now(d->gw->loop), sent, false,
-		      "malformed", NULL);
+		dns_audit(d, client, NULL, sl_audit_now_ms(), uv_now(d->gw->loop), sent, false,
+			  "malformed", NULL);
 		return;
 	}
-	handle_message(d, NULL, addr, client, d->udp_buf, (size_t)nread);
+	dns_handle_message(d, NULL, addr, client, d->udp_buf, (size_t)nread);
 }
 
 /* ---- TCP (RFC 7766) ---- */
@@ -652,7 +222,7 @@ static void tcp_close(struct dns_tcp *c)
 	for (dq = c->d->queries; dq; dq = next) {
 		next = dq->next;
 		if (dq->tcp == c)
-			query_cancel(dq);
+			dns_query_cancel(dq);
 	}
 	uv_close((uv_handle_t *)&c->idle, tcp_handle_closed);
 	uv_close((uv_handle_t *)&c->h, tcp_handle_closed);
@@ -683,14 +253,14 @@ static void tcp_process(struct dns_tcp *c)
 		if (len == 0 || len > DNS_TCP_MSG_MAX) {
 			/* Framing we cannot follow: the stream cannot be
 			 * resynchronised, so it ends here. */
-			audit(c->d, c->client, NULL, sl_audit_now_ms(), uv_now(c->d->gw->loop), -1,
-			      false, "malformed", NULL);
+			dns_audit(c->d, c->client, NULL, sl_audit_now_ms(), uv_now(c->d->gw->loop),
+				  -1, false, "malformed", NULL);
 			tcp_close(c);
 			return;
 		}
 		if (c->have - off < 2 + len)
 			break;
-		handle_message(c->d, c, NULL, c->client, c->buf + off + 2, len);
+		dns_handle_message(c->d, c, NULL, c->client, c->buf + off + 2, len);
 		off += 2 + len;
 	}
 	if (c->closing)
@@ -843,6 +413,8 @@ int sl_gw_listen_dns(struct sl_gw *gw, const char *addr_port, char *err, size_t 
 		return r;
 	}
 	d->gw = gw;
+	d->send = send_reply;
+	d->answered = tcp_resume;
 	gw->dns = d;
 
 	/* From here on the handles are open, and closed by sl_gw_shutdown()
@@ -880,7 +452,7 @@ void sl_gw_dns_close(struct sl_gw *gw)
 		return;
 	d->closing = true;
 	while (d->queries)
-		query_cancel(d->queries);
+		dns_query_cancel(d->queries);
 	for (c = d->conns; c; c = c->next)
 		tcp_close(c);
 	if (d->udp_open)
