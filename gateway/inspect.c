@@ -389,7 +389,6 @@ void conn_inspect_start(struct conn *c)
 {
 	struct sl_gw_tls *t = c->gw->tls;
 	struct insp *in = calloc(1, sizeof(*in));
-	char why[SL_HOST_BUF + 64];
 
 	if (!in) {
 		conn_close(c);
@@ -417,7 +416,9 @@ void conn_inspect_start(struct conn *c)
 	SSL_set_bio(in->ssl, in->rb, in->wb);
 	SSL_set_accept_state(in->ssl);
 	if (sl_ca_use_leaf(t->ca, in->ssl, in->host) < 0) {
-		snprintf(why, sizeof(why), "cannot make a certificate for %s", in->host);
+		/* The record says leaf-failed for this host; the operator
+		 * hears why the CA could not serve it. */
+		fprintf(stderr, "sluice gateway: cannot make a certificate for %s\n", in->host);
 		c->refused = true;
 		c->reason = "leaf-failed";
 		conn_close(c);
