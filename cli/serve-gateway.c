@@ -351,6 +351,27 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* stdout or stderr the operator's terminal (a shell's fds are the tty
+ * open for reading and writing): reopened write-only, since read(2) is
+ * allowed once confined, and a gateway the sandbox took over must not read
+ * what the operator types. */
+static int terminal_write_only(int fd)
+{
+	char path[32];
+	int flags = fcntl(fd, F_GETFL), w, r = 0;
+
+	if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || !isatty(fd))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	w = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (w < 0)
+		return negative_errno();
+	if (dup2(w, fd) < 0)
+		r = negative_errno();
+	close(w);
+	return r;
+}
+
 /* Nothing of the supervisor's stays open here (its netlink sockets, the
  * sandbox's namespace, the pty, the uid locks): only the kept fds, stdout
  * and stderr; stdin is /dev/null, so the operator's terminal is not read. */
@@ -381,7 +402,7 @@ static int close_others(const int *keep, size_t n_keep)
 	}
 	if (null != STDIN_FILENO)
 		close(null);
-	return 0;
+	return terminal_write_only(STDOUT_FILENO) ?: terminal_write_only(STDERR_FILENO);
 }
 
 /* The secrets' pages were locked in the supervisor; locks are not
@@ -399,10 +420,11 @@ static void secrets_settle(const struct sl_tls_setup *tls)
 		 * mlock() a no-op (for its shadow's sake), and the pages
 		 * must be locked in that build too. */
 		(void)syscall(SYS_mlock, v, v->map_len);
-		for (char **e = environ; e && *e; e++)
-			if (memmem(*e, strlen(*e), v->value, v->len))
-				explicit_bzero(*e, strlen(*e));
 	}
+	/* All of it, not only the policy's secrets: the operator's other
+	 * tokens are in run's environment too, and the gateway needs none. */
+	for (char **e = environ; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
 }
 
 static void setup(struct gw_proc *g, struct sl_serve_child *c)
