@@ -27,7 +27,7 @@ needs_root test-review3-privsep.sh ip nft nsenter python3 curl dnsmasq openssl s
 world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
-world_services allowed.test="$N" || { echo "not ok - could not start the services"; exit 1; }
+ORIGIN_OPENAI_KEY=sk-review3-secret-4711 world_services allowed.test="$N" || { echo "not ok - could not start the services"; exit 1; }
 mkdir -m 1777 "$T/w"
 write_policy "$T/policy.yaml" <<P
 version: 1
@@ -105,4 +105,46 @@ check "the command runs as another uid and in another pid namespace (cannot sign
 		[ "$cmd_pidns" != "$(readlink "/proc/$gw/ns/pid")" ] && echo yes)"
 touch "$T/w/stop"
 for _ in $(seq 100); do kill -0 "$run_pid" 2>/dev/null || break; sleep 0.1; done
+
+# ---- sluice gateway standalone, started from a terminal ----
+write_policy "$T/policy2.yaml" <<P
+version: 1
+secrets:
+  key: { env: REVIEW3_KEY }
+allow:
+  - host: allowed.test
+    inject: { header: Authorization, prefix: "Bearer ", secret: key }
+P
+mkdir -m 700 "$T/ca"
+REVIEW3_KEY=sk-review3-secret-4711 world_host_bg script -qfec \
+	"$SLUICE gateway --policy $T/policy2.yaml --listen 203.0.113.1:3128 --resolver $N:53 --audit $T/audit2.log --ca-dir $T/ca --upstream-ca $T/cert.pem" \
+	/dev/null >"$T/gw.log" 2>&1 </dev/null
+world_kill_pids+=("$!")
+wait_grep "$T/gw.log" "proxy on" || notok "the gateway says it serves: $(cat "$T/gw.log")"
+gw=
+for p in /proc/[0-9]*; do
+	[ "$(cat "$p/comm" 2>/dev/null)" = sluice ] && grep -qa "$T/policy2.yaml" "$p/cmdline" 2>/dev/null &&
+		[ "$(awk '/^Uid:/ { print $2 }' "$p/status")" != 0 ] && gw=${p#/proc/}
+done
+[ -n "$gw" ] || { notok "no confined sluice gateway found: $(cat "$T/gw.log")"; finish; }
+echo "# sluice gateway $gw"
+readable_tty=
+other=
+for f in /proc/$gw/fd/*; do
+	n=${f##*/}
+	t=$(readlink "$f")
+	case $t in
+	/dev/pts/*) [ "$n" != 0 ] && [ "$(mode "$n")" = 1 ] || readable_tty="$readable_tty $n:$t" ;;
+	/dev/null | "$T/audit2.log" | socket:* | anon_inode:* | pipe:*) ;;
+	*) other="$other $n:$t" ;;
+	esac
+done
+check "standalone: no fd of the confined gateway is the terminal open for reading (stdin neither)" \
+	"" "$readable_tty"
+check "... and no file of /run/sluice (its uid's lock: the reader holds it)" "" "$other"
+check_lacks "... its copy of the environment no longer holds the secret" sk-review3-secret-4711 \
+	"$(tr '\0' '\n' <"/proc/$gw/environ")"
+check "the gateway serves (it injects: the origin saw the key)" "200 auth=real" \
+	"$(world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x http://203.0.113.1:3128 \
+		--cacert "$T/ca/ca.crt" https://allowed.test/echo-headers?review3) $(grep -o 'echo-headers?review3 .*' "$T/origin.log" | grep -o 'auth=[a-z]*' | tail -1)"
 finish
