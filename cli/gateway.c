@@ -342,9 +342,16 @@ static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
 			return r;
 		g->confine.empty_dir = SL_GW_ROOT;
 	}
-	return sl_gw_reader_start(&g->reader, "sluice gateway", g->policy_path, g->audit_path,
-				  g->uid_lock >= 0 ? g->confine.uid : (uid_t)-1, g->uid_lock, err,
-				  errlen);
+	r = sl_gw_reader_start(&g->reader, "sluice gateway", g->policy_path, g->audit_path,
+			       g->uid_lock >= 0 ? g->confine.uid : (uid_t)-1, g->uid_lock, err,
+			       errlen);
+	/* The reader holds the uid's lock (the same open file: the flock
+	 * stays) and releases it: the gateway keeps no fd into /run/sluice. */
+	if (r == 0 && g->uid_lock >= 0) {
+		close(g->uid_lock);
+		g->uid_lock = -1;
+	}
+	return r;
 }
 
 /* Setup done, sockets listening: confine, then serve until a signal. */
@@ -358,7 +365,12 @@ static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 		g->reader_poll.data = g;
 		g->reader_polling = true;
 		uv_poll_start(&g->reader_poll, UV_READABLE, on_reader);
-		r = sl_gw_confine(&g->confine, err, sizeof(err));
+		r = sl_cli_gateway_stdio();
+		if (r < 0)
+			sl_err(err, sizeof(err), r, "making stdin /dev/null, a terminal "
+						    "write-only: %m");
+		sl_cli_gateway_wipe_environ();
+		r = r ?: sl_gw_confine(&g->confine, err, sizeof(err));
 	} else {
 		r = sl_err(err, sizeof(err), -EIO, "polling the policy reader failed");
 	}

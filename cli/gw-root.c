@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,4 +55,43 @@ int sl_cli_gateway_root(char *err, size_t errlen)
 		}
 	closedir(d);
 	return r;
+}
+
+static int terminal_write_only(int fd)
+{
+	char path[32];
+	int flags = fcntl(fd, F_GETFL), w, r = 0;
+
+	if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || !isatty(fd))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	w = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (w < 0)
+		return -errno;
+	if (dup2(w, fd) < 0)
+		r = -errno;
+	close(w);
+	return r;
+}
+
+int sl_cli_gateway_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), r = 0;
+
+	if (null < 0)
+		return -errno;
+	if (null != STDIN_FILENO) {
+		if (dup2(null, STDIN_FILENO) < 0)
+			r = -errno;
+		close(null);
+	}
+	return r ?: terminal_write_only(STDOUT_FILENO) ?: terminal_write_only(STDERR_FILENO);
+}
+
+void sl_cli_gateway_wipe_environ(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
 }

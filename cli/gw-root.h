@@ -14,3 +14,17 @@
  * repaired. 0, or a negative errno with err naming what is wrong.
  */
 int sl_cli_gateway_root(char *err, size_t errlen);
+
+/*
+ * What the gateway process keeps of its starter, made harmless before it
+ * is confined (read(2) stays allowed there): stdin /dev/null; stdout and
+ * stderr, where they are a terminal (a shell's are the tty open for
+ * reading too), reopened write-only, so that a gateway the sandbox took
+ * over cannot read what the operator types. 0 or a negative errno.
+ */
+int sl_cli_gateway_stdio(void);
+
+/* Every string of the process's environment wiped: the gateway reads none
+ * once set up, and an operator's tokens (or the policy's secrets, read
+ * from it) must not stay in its memory and /proc/PID/environ. */
+void sl_cli_gateway_wipe_environ(void);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "gw-root.h"
 #include "macro.h"
 #include "serve-internal.h"
 
@@ -351,27 +352,6 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-/* stdout or stderr the operator's terminal (a shell's fds are the tty
- * open for reading and writing): reopened write-only, since read(2) is
- * allowed once confined, and a gateway the sandbox took over must not read
- * what the operator types. */
-static int terminal_write_only(int fd)
-{
-	char path[32];
-	int flags = fcntl(fd, F_GETFL), w, r = 0;
-
-	if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || !isatty(fd))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	w = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-	if (w < 0)
-		return negative_errno();
-	if (dup2(w, fd) < 0)
-		r = negative_errno();
-	close(w);
-	return r;
-}
-
 /* Nothing of the supervisor's stays open here (its netlink sockets, the
  * sandbox's namespace, the pty, the uid locks): only the kept fds, stdout
  * and stderr; stdin is /dev/null, so the operator's terminal is not read. */
@@ -402,7 +382,7 @@ static int close_others(const int *keep, size_t n_keep)
 	}
 	if (null != STDIN_FILENO)
 		close(null);
-	return terminal_write_only(STDOUT_FILENO) ?: terminal_write_only(STDERR_FILENO);
+	return sl_cli_gateway_stdio();
 }
 
 /* The secrets' pages were locked in the supervisor; locks are not
@@ -411,8 +391,6 @@ static int close_others(const int *keep, size_t n_keep)
  * of it: wiped here, where nothing reads the environment any more. */
 static void secrets_settle(const struct sl_tls_setup *tls)
 {
-	extern char **environ;
-
 	for (size_t i = 0; tls && i < tls->n_secrets; i++) {
 		const struct sl_secret_value *v = tls->secrets[i].v;
 
@@ -423,8 +401,7 @@ static void secrets_settle(const struct sl_tls_setup *tls)
 	}
 	/* All of it, not only the policy's secrets: the operator's other
 	 * tokens are in run's environment too, and the gateway needs none. */
-	for (char **e = environ; e && *e; e++)
-		explicit_bzero(*e, strlen(*e));
+	sl_cli_gateway_wipe_environ();
 }
 
 static void setup(struct gw_proc *g, struct sl_serve_child *c)
