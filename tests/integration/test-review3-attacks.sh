@@ -28,7 +28,12 @@ needs_root test-review3-attacks.sh ip nft nsenter python3 curl dnsmasq openssl
 world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
-world_services evil.test=$N insp.test=$N allowed.test=$N denied.test=$N evil6.test=2001:db8::2 ||
+# big.test: 80 addresses (the origin's last), an answer too large for UDP:
+# c-ares (and the sandbox's own resolver) must go on over TCP.
+big=()
+for i in $(seq 10 89); do big+=("big.test=203.0.113.$i"); done
+world_services evil.test=$N insp.test=$N allowed.test=$N denied.test=$N evil6.test=2001:db8::2 \
+	"${big[@]}" big.test=$N ||
 	{ echo "not ok - the world's services did not start"; exit 1; }
 world_bg "$WORLD_NET" python3 "$here/lib/evil-origin.py" "$T/evil.log" "$T/cert.pem" "$T/key.pem" "$N" 2001:db8::2
 wait_for_file "$T/evil.log.ready" || { echo "not ok - the evil origin did not start"; exit 1; }
@@ -44,12 +49,14 @@ allow:
   - host: insp.test
     ports: [8443, 8080]
     paths: ["/*"]
+  - host: big.test
+    ports: [8080]
 P
 mkdir -m 700 "$T/ca"
 GW=203.0.113.1:3128
-world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway \
+world_gateway_up "$T/gw.log" 3128,udp:5353 "$SLUICE" gateway \
 	--policy "$T/policy.yaml" --listen $GW --resolver "$N:53" \
-	--audit "$T/audit.log" --sandbox review3 --ca-dir "$T/ca" --upstream-ca "$T/cert.pem" \
+	--dns 203.0.113.1:5353 --audit "$T/audit.log" --sandbox review3 --ca-dir "$T/ca" --upstream-ca "$T/cert.pem" \
 	--header-timeout 400 --connect-timeout 400 --idle-timeout 700 || exit 1
 pid=$world_gw_pid
 wait_grep "$T/gw.log" "proxy on" || notok "the gateway says it serves: $(cat "$T/gw.log")"
@@ -70,6 +77,14 @@ out=$(world_host timeout 600 python3 "$here/lib/attack-client.py" $GW "$NSCEN" "
 wait $sigs
 echo "# client: $out"
 echo "# origin behaviours used: $(sort "$T/evil.log" | uniq -c | sort -rn | head -40 | awk '{printf "%s:%s ", $2 $3, $1}')"
+check "the control: big.test's answer is truncated over UDP (TC), so a resolver goes on over TCP" "tc" \
+	"$(world_host dig +noedns +ignore +tries=1 +time=3 @$N big.test A | grep -o 'flags: [a-z ]*' | grep -ow tc)"
+# The gateway resolves it (a 504 or 502: most addresses answer nothing).
+world_host curl -s -m 10 -o /dev/null -x "http://$GW" http://big.test:8080/b16/big
+# The sandbox's own lookups of it through the gateway's DNS, UDP then TCP.
+world_host dig +noedns +tries=1 +time=3 -p 5353 @203.0.113.1 big.test A >/dev/null
+world_host dig +tcp +tries=1 +time=3 -p 5353 @203.0.113.1 big.test A >/dev/null
+world_host dig +tcp +tries=1 +time=3 -p 5353 @203.0.113.1 big.test AAAA >/dev/null
 check "the gateway's process is alive after the attacks" "yes" "$(alive)"
 check_lacks "... and said no BUG" "BUG" "$(cat "$T/gw.log")"
 check "... no connection was refused (it never stopped listening)" "refused 0" "$(echo "$out" | grep -o 'refused [0-9]*')"
