@@ -85,6 +85,15 @@ world_host curl -s -m 10 -o /dev/null -x "http://$GW" http://big.test:8080/b16/b
 world_host dig +noedns +tries=1 +time=3 -p 5353 @203.0.113.1 big.test A >/dev/null
 world_host dig +tcp +tries=1 +time=3 -p 5353 @203.0.113.1 big.test A >/dev/null
 world_host dig +tcp +tries=1 +time=3 -p 5353 @203.0.113.1 big.test AAAA >/dev/null
+# Inspected TLS: a client-initiated renegotiation (TLS 1.2) and key updates
+# (TLS 1.3, "K" asks the peer to update too), then a request.
+for v in "-tls1_2 R" "-tls1_3 K" "-tls1_3 k"; do
+	( printf '%s\n' "${v#* }"; sleep 0.1
+	  printf 'GET /b16/reneg HTTP/1.1\r\nHost: insp.test:8443\r\nConnection: close\r\n\r\n'; sleep 1 ) |
+		world_host timeout 10 openssl s_client ${v% *} -proxy $GW -connect insp.test:8443 \
+			-servername insp.test -CAfile "$T/ca/ca.crt" >"$T/sclient.out" 2>&1
+	echo "# s_client ${v}: $(grep -c 'RENEGOTIATING\|KEYUPDATE' "$T/sclient.out") commands, $(grep -m1 -o 'HTTP/1.1 [0-9]*' "$T/sclient.out")"
+done
 check "the gateway's process is alive after the attacks" "yes" "$(alive)"
 check_lacks "... and said no BUG" "BUG" "$(cat "$T/gw.log")"
 check "... no connection was refused (it never stopped listening)" "refused 0" "$(echo "$out" | grep -o 'refused [0-9]*')"
