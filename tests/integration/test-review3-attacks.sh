@@ -84,6 +84,15 @@ world_host curl -s -m 10 -o /dev/null -x "http://$GW" http://big.test:8080/b16/b
 world_host dig +noedns +tries=1 +time=3 -p 5353 @203.0.113.1 big.test A >/dev/null
 world_host dig +tcp +tries=1 +time=3 -p 5353 @203.0.113.1 big.test A >/dev/null
 world_host dig +tcp +tries=1 +time=3 -p 5353 @203.0.113.1 big.test AAAA >/dev/null
+# The host's addresses change (as when another sandbox's veth comes up):
+# the gateway reads them again (getifaddrs, a route socket) at its next
+# connect.
+world_host ip addr add 198.51.100.77/32 dev lo
+world_host ip -6 addr add 2001:db8:77::1/128 dev lo nodad
+check "after the host's addresses changed, a request is still served" "200" \
+	"$(world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://$GW" http://evil.test:8080/b16/addr)"
+check "... and one to an IPv6 origin" "200" \
+	"$(world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x "http://$GW" http://evil6.test:8080/b16/v6)"
 # Inspected TLS: a client-initiated renegotiation (TLS 1.2) and key updates
 # (TLS 1.3, "K" asks the peer to update too), then a request.
 for v in "-tls1_2 R" "-tls1_3 K" "-tls1_3 k"; do

@@ -85,7 +85,8 @@ def send_chunks(s, data, r):
             time.sleep(r.choice((0.01, 0.2)))
 
 HOSTS_PLAIN = ("evil.test:8080", "evil.test:8080", "denied.test:80", "evil.test:8443",
-               "203.0.113.2:8080", "[2001:db8::2]:8080", "insp.test:8080", "nosuch.test:80")
+               "203.0.113.2:8080", "[2001:db8::2]:8080", "insp.test:8080", "nosuch.test:80",
+               "evil6.test:8080")
 
 def scenario(i):
     global refused, ran
