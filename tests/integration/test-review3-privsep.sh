@@ -116,8 +116,11 @@ allow:
     inject: { header: Authorization, prefix: "Bearer ", secret: key }
 P
 mkdir -m 700 "$T/ca"
+# Started with an fd it did not ask for (a launcher's leak: here a file of
+# a directory only root may write, open for writing, as fd 7).
+mkdir -m 700 "$T/rootonly"
 REVIEW3_KEY=sk-review3-secret-4711 world_host_bg script -qfec \
-	"$SLUICE gateway --policy $T/policy2.yaml --listen 203.0.113.1:3128 --resolver $N:53 --audit $T/audit2.log --ca-dir $T/ca --upstream-ca $T/cert.pem" \
+	"exec 7>>$T/rootonly/leaked; $SLUICE gateway --policy $T/policy2.yaml --listen 203.0.113.1:3128 --resolver $N:53 --audit $T/audit2.log --ca-dir $T/ca --upstream-ca $T/cert.pem" \
 	/dev/null >"$T/gw.log" 2>&1 </dev/null
 world_kill_pids+=("$!")
 wait_grep "$T/gw.log" "proxy on" || notok "the gateway says it serves: $(cat "$T/gw.log")"
@@ -141,7 +144,8 @@ for f in /proc/$gw/fd/*; do
 done
 check "standalone: no fd of the confined gateway is the terminal open for reading (stdin neither)" \
 	"" "$readable_tty"
-check "... and no file of /run/sluice (its uid's lock: the reader holds it)" "" "$other"
+check "... and no file of /run/sluice (its uid's lock: the reader holds it), nor one it inherited" \
+	"" "$other"
 check_lacks "... its copy of the environment no longer holds the secret" sk-review3-secret-4711 \
 	"$(tr '\0' '\n' <"/proc/$gw/environ")"
 check "the gateway serves (it injects: the origin saw the key)" "200 auth=real" \
