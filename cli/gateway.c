@@ -54,6 +54,10 @@
 /* Where a gateway started as root is chrooted: empty, root's, not
  * writable by anyone (made if missing). */
 
+/* What sluice gateway was started with, closed before confinement (a
+ * static: still reachable, not a leak, when it exits before that). */
+static struct sl_cli_inherited inherited;
+
 struct gw_cli {
 	const char *policy_path;
 	struct sl_gw *gw;
@@ -370,6 +374,7 @@ static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 			sl_err(err, sizeof(err), r, "making stdin /dev/null, a terminal "
 						    "write-only: %m");
 		sl_cli_gateway_wipe_environ();
+		sl_cli_inherited_close(&inherited);
 		r = r ?: sl_gw_confine(&g->confine, err, sizeof(err));
 	} else {
 		r = sl_err(err, sizeof(err), -EIO, "polling the policy reader failed");
@@ -547,6 +552,13 @@ int sl_cmd_gateway(int argc, char **argv)
 	sigaddset(&hup, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &hup, NULL) < 0) {
 		fprintf(stderr, "sluice gateway: blocking SIGHUP: %m\n");
+		return SL_EXIT_FAILURE;
+	}
+	/* Before sluice opens anything of its own. */
+	r = sl_cli_inherited_find(&inherited);
+	if (r < 0) {
+		fprintf(stderr, "sluice gateway: listing the fds it was started with: %s\n",
+			strerror(-r));
 		return SL_EXIT_FAILURE;
 	}
 	loop = uv_default_loop();

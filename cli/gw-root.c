@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,4 +95,40 @@ void sl_cli_gateway_wipe_environ(void)
 
 	for (char **e = environ; e && *e; e++)
 		explicit_bzero(*e, strlen(*e));
+}
+
+int sl_cli_inherited_find(struct sl_cli_inherited *ret)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int r = 0;
+
+	*ret = (struct sl_cli_inherited){0};
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name), *grown;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd < 3 || fd == dirfd(d))
+			continue;
+		grown = realloc(ret->fd, (ret->n + 1) * sizeof(int));
+		if (!grown) {
+			r = -ENOMEM;
+			break;
+		}
+		ret->fd = grown;
+		ret->fd[ret->n++] = fd;
+	}
+	closedir(d);
+	if (r < 0)
+		sl_cli_inherited_close(ret);
+	return r;
+}
+
+void sl_cli_inherited_close(struct sl_cli_inherited *in)
+{
+	for (size_t i = 0; i < in->n; i++)
+		close(in->fd[i]);
+	free(in->fd);
+	*in = (struct sl_cli_inherited){0};
 }

@@ -28,3 +28,16 @@ int sl_cli_gateway_stdio(void);
  * once set up, and an operator's tokens (or the policy's secrets, read
  * from it) must not stay in its memory and /proc/PID/environ. */
 void sl_cli_gateway_wipe_environ(void);
+
+/*
+ * The fds above stderr that whoever started sluice gateway left open (a
+ * launcher's leak: a socket to a daemon, a file), found before sluice opens
+ * any, closed just before it is confined: the filter restricts making
+ * sockets, not using one it was handed.
+ */
+struct sl_cli_inherited {
+	int *fd;
+	size_t n;
+};
+int sl_cli_inherited_find(struct sl_cli_inherited *ret);
+void sl_cli_inherited_close(struct sl_cli_inherited *in);
