@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The policy and audit log reader of a confined gateway (gateway-reader.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +33,8 @@ static int send_answer(int sock, char what, int fd, int error)
 /* One file, opened as at start: the policy with the trust checks of
  * policy-file.c (root trusts root; an unprivileged sluice its own user),
  * the audit log as audit.c opens it. */
-static int open_one(const char *prog, char what, const char *policy_path, const char *audit_path)
+static int open_one(const char *prog, char what, const char *policy_path, const char *audit_path,
+		    bool audit_was_link)
 {
 	char err[1024];
 	int fd = -1, r;
@@ -46,10 +48,14 @@ static int open_one(const char *prog, char what, const char *policy_path, const 
 		return fd;
 	}
 	if (what == SL_READER_AUDIT && audit_path) {
-		fd = sl_audit_open_fd(audit_path);
+		fd = sl_audit_open_again(audit_path, audit_was_link);
 		if (fd < 0)
-			fprintf(stderr, "%s: --audit '%s': cannot reopen it: %s\n", prog, audit_path,
-				strerror(-fd));
+			fprintf(stderr, "%s: --audit '%s': not reopened (the records go on to the file "
+				"open until now): %s\n",
+				prog, audit_path,
+				fd == -EPERM ? "it is a file of another user's, made since the start"
+				: fd == -ELOOP ? "it is a symbolic link now, and was none at the start"
+					       : strerror(-fd));
 		return fd;
 	}
 	return -EINVAL;
@@ -74,12 +80,17 @@ __attribute__((noreturn)) static void reader_main(int sock, const char *prog,
 						   const char *policy_path, const char *audit_path,
 						   uid_t release_uid, int lock_fd)
 {
+	bool was_link;
+
 	close_others(sock, lock_fd);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGUSR1, SIG_IGN);
 	if (audit_path && !strcmp(audit_path, "-"))
 		audit_path = NULL;
+	/* What the path was at the start (the gateway opened it a moment
+	 * ago): only then may a reopen follow a link there. */
+	was_link = audit_path && sl_audit_path_is_link(audit_path);
 	for (;;) {
 		char what;
 		ssize_t n = recv(sock, &what, 1, 0);
@@ -89,7 +100,7 @@ __attribute__((noreturn)) static void reader_main(int sock, const char *prog,
 			continue;
 		if (n <= 0)
 			break; /* the gateway is gone */
-		fd = open_one(prog, what, policy_path, audit_path);
+		fd = open_one(prog, what, policy_path, audit_path, was_link);
 		if (send_answer(sock, what, fd, fd < 0 ? -fd : 0) < 0) {
 			if (fd >= 0)
 				close(fd);

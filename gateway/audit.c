@@ -22,6 +22,7 @@ struct sl_audit {
 	char *path; /* NULL for stdout */
 	int fd;
 	bool regular; /* a file: a short write means it is full */
+	bool path_was_link; /* at the start: a reopen may follow it */
 	int err;      /* the first write that failed (sticky), or 0 */
 };
 
@@ -222,6 +223,7 @@ int sl_audit_open(const char *path, struct sl_audit **ret)
 			free(a);
 			return -ENOMEM;
 		}
+		a->path_was_link = sl_audit_path_is_link(path);
 		a->fd = open_log(path);
 		if (a->fd < 0) {
 			int r = a->fd;
@@ -235,24 +237,48 @@ int sl_audit_open(const char *path, struct sl_audit **ret)
 	return 0;
 }
 
+/* A reopen happens long after the start, when another user may have had
+ * the time to plant something where the log was (a rotation moved it
+ * away): a link is followed only if the path was one at the start (say
+ * /dev/fd/3), and a regular file that is not ours (made since by someone
+ * else, to read what we write or have root append to a file of their
+ * choosing) is refused. The log stays where it was then. */
+int sl_audit_open_again(const char *path, bool was_link)
+{
+	struct stat st;
+	int fd = open(path,
+		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | (was_link ? 0 : O_NOFOLLOW),
+		      0600);
+
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && st.st_uid != geteuid())) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+bool sl_audit_path_is_link(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 int sl_audit_reopen(struct sl_audit *a)
 {
 	int fd;
 
 	if (!a->path)
 		return 0;
-	fd = open_log(a->path);
+	fd = sl_audit_open_again(a->path, a->path_was_link);
 	if (fd < 0)
 		return fd; /* keep writing to the old file rather than lose lines */
 	close(a->fd);
 	a->fd = fd;
 	a->regular = is_regular(fd);
 	return 0;
-}
-
-int sl_audit_open_fd(const char *path)
-{
-	return open_log(path);
 }
 
 void sl_audit_reopen_fd(struct sl_audit *a, int fd)

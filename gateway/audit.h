@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -45,10 +46,14 @@ int sl_audit_open(const char *path, struct sl_audit **ret);
 /* Reopen the same path (log rotation on SIGUSR1). */
 int sl_audit_reopen(struct sl_audit *a);
 /* The same in two halves, for a process that can no longer open files
- * (confine.h): another opens the path as the log is opened (an fd, or a
- * negative errno), and the log takes that fd in place of its own (closing
- * the old one; a log on stdout closes fd and ignores it). */
-int sl_audit_open_fd(const char *path);
+ * (confine.h): another opens the path again (an fd, or a negative errno:
+ * -EPERM for a regular file that is not the caller's, -ELOOP for a link
+ * where the start found none, was_link being what sl_audit_path_is_link()
+ * said then), and the log takes that fd in place of its own (closing the
+ * old one; a log on stdout closes fd and ignores it). */
+int sl_audit_open_again(const char *path, bool was_link);
+/* Was path a symbolic link (lstat)? Asked at the start, for reopens. */
+bool sl_audit_path_is_link(const char *path);
 void sl_audit_reopen_fd(struct sl_audit *a, int fd);
 /* Write one record. Blocks until the whole line is written: nothing is
  * dropped. Returns 0 or a negative errno. A failed write (a short one to
