@@ -24,8 +24,8 @@ void conn_policy_refresh(struct conn *c)
 int conn_plain_head_check(struct conn *c)
 {
 	struct sl_http_request r;
-	const char *why = NULL;
-	char *target;
+	const char *why = NULL, *refused;
+	char *target, msg[512];
 	int st = 0;
 
 	if (sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st, &why) <=
@@ -33,32 +33,11 @@ int conn_plain_head_check(struct conn *c)
 		conn_respond_error(c, 400, "bad-request", "request head could not be forwarded");
 		return -1;
 	}
-	if ((sl_http_span_eq(&r.method, "GET") || sl_http_span_eq(&r.method, "HEAD")) &&
-	    (r.chunked || (r.has_length && r.content_length > 0))) {
-		/* Some origins read no body after a GET: its bytes would be
-		 * a second request nobody decided (as inspected, inspect.c). */
-		conn_respond_error(c, 400, "bad-request", "a GET or HEAD request with a body");
-		return -1;
-	}
-	if (!c->dec.methods_named && !c->dec.path_checked && !c->dec.host_injects)
-		return 0;
-	if (c->dec.host_injects && sl_reqhead_underscore_host_credential(&r, c->pol->p)) {
-		/* As inside an inspected connection: servers disagree on
-		 * whether '_' is '-', so it is neither dropped nor passed
-		 * (the credential headers themselves are dropped as the
-		 * head is rebuilt, conn-http.c). */
-		conn_respond_error(c, 400, "credential-header",
-				   "a credential header spelled with '_' is refused on a host whose "
-				   "rule injects a credential");
-		return -1;
-	}
-	if (c->dec.methods_named && sl_reqhead_has_method_override(&r)) {
-		/* Many frameworks run the method such a header names: the
-		 * rules' methods would not hold. */
-		conn_respond_error(c, 400, "method-override",
-				   "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
-				   "X-Method-Override, or a _method query parameter) is refused where "
-				   "a rule for this host names methods");
+	/* As inside an inspected connection (inspect-request.c); nothing is
+	 * injected over plain HTTP, so no placeholder is asked for. */
+	refused = sl_reqhead_refusal(&r, &c->dec, c->pol->p, NULL, &st, msg, sizeof(msg));
+	if (refused) {
+		conn_respond_error(c, st, refused, msg);
 		return -1;
 	}
 	if (c->dec.path_checked) {

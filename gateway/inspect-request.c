@@ -236,38 +236,15 @@ static int check_allowed_head(struct insp *in, const struct sl_http_request *r,
 			      const struct sl_inject *inj)
 {
 	struct conn *c = in->c;
-	const char *why = NULL;
+	const char *why = NULL, *refused;
 	char msg[512];
+	int status;
 
-	if (c->dec.methods_named && sl_reqhead_has_method_override(r)) {
-		/* Many origins run the method such a header names: the rules'
-		 * methods (an allow rule's or a deny rule's) would not hold. */
-		insp_respond(in, 400, "method-override",
-			     "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
-			     "X-Method-Override, or a _method query parameter) is refused where a "
-			     "rule for this host names methods");
+	/* The same checks as on plain HTTP (conn-headers.c). */
+	refused = sl_reqhead_refusal(r, &c->dec, c->pol->p, inj, &status, msg, sizeof(msg));
+	if (refused) {
+		insp_respond(in, status, refused, msg);
 		return -1;
-	}
-	if (c->dec.host_injects) {
-		const struct sl_http_header *u =
-		    sl_reqhead_underscore_host_credential(r, c->pol->p);
-
-		if (u) {
-			snprintf(msg, sizeof(msg),
-				 "header '%.*s': a credential header spelled with '_' is refused on "
-				 "a host whose rule injects a credential",
-				 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
-			insp_respond(in, 400, "credential-header", msg);
-			return -1;
-		}
-		if (inj && inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
-			snprintf(msg, sizeof(msg),
-				 "this rule requires the placeholder: send '%s: %s%s' (the value "
-				 "of the sandbox's placeholder variable) once",
-				 inj->header, inj->prefix, SL_PLACEHOLDER);
-			insp_respond(in, 403, "placeholder-missing", msg);
-			return -1;
-		}
 	}
 	if (c->dec.path_checked) {
 		/* The origin gets the path that was decided, not another
@@ -285,20 +262,13 @@ static int check_allowed_head(struct insp *in, const struct sl_http_request *r,
 	return 0;
 }
 
-/* What follows the head: no body on a GET or HEAD, an upgrade only to a
- * websocket, the body's framing. 0, or -1 when refused. */
+/* What follows the head: an upgrade only to a websocket, the body's
+ * framing. 0, or -1 when refused. */
 static int check_body_and_upgrade(struct insp *in, const struct sl_http_request *r)
 {
 	const struct sl_http_span *up_hdr;
 
 	in->head_req = sl_http_span_eq(&r->method, "HEAD");
-	if ((in->head_req || sl_http_span_eq(&r->method, "GET")) &&
-	    (r->chunked || (r->has_length && r->content_length > 0))) {
-		/* Some origins read no body after a GET: its bytes would be
-		 * a request nobody decided, on a connection we keep. */
-		insp_respond(in, 400, "bad-request", "a GET or HEAD request with a body");
-		return -1;
-	}
 	up_hdr = sl_http_header(r, "upgrade", NULL);
 	in->ws_req = up_hdr && sl_http_span_caseeq(up_hdr, "websocket") &&
 		     sl_http_span_eq(&r->method, "GET") && header_has_token(r, "connection", "upgrade");

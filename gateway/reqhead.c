@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -210,4 +211,49 @@ int sl_reqhead_forward_target(const char *target, size_t len, char **ret, const 
 	out[(size_t)n + qlen] = '\0';
 	*ret = out;
 	return 0;
+}
+
+const char *sl_reqhead_refusal(const struct sl_http_request *r, const struct sl_decision *d,
+			       const struct sl_policy *p, const struct sl_inject *inj,
+			       int *ret_status, char *msg, size_t msglen)
+{
+	const struct sl_http_header *u;
+
+	*ret_status = 400;
+	if ((sl_http_span_eq(&r->method, "GET") || sl_http_span_eq(&r->method, "HEAD")) &&
+	    (r->chunked || (r->has_length && r->content_length > 0))) {
+		snprintf(msg, msglen, "a GET or HEAD request with a body");
+		return "bad-request";
+	}
+	if (d->methods_named && sl_reqhead_has_method_override(r)) {
+		/* Many origins run the method such a header names: the rules'
+		 * methods (an allow rule's or a deny rule's) would not hold. */
+		snprintf(msg, msglen,
+			 "a method-override header (X-HTTP-Method-Override, X-HTTP-Method, "
+			 "X-Method-Override, or a _method query parameter) is refused where a rule "
+			 "for this host names methods");
+		return "method-override";
+	}
+	if (!d->host_injects)
+		return NULL;
+	u = sl_reqhead_underscore_host_credential(r, p);
+	if (u) {
+		/* Servers disagree on whether '_' is '-', so it is neither
+		 * dropped nor passed (the credential headers themselves are
+		 * dropped as the head is rebuilt). */
+		snprintf(msg, msglen,
+			 "header '%.*s': a credential header spelled with '_' is refused on a host "
+			 "whose rule injects a credential",
+			 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
+		return "credential-header";
+	}
+	if (inj && inj->require_placeholder && !sl_reqhead_placeholder_ok(r, inj)) {
+		*ret_status = 403;
+		snprintf(msg, msglen,
+			 "this rule requires the placeholder: send '%s: %s%s' (the value of the "
+			 "sandbox's placeholder variable) once",
+			 inj->header, inj->prefix, SL_PLACEHOLDER);
+		return "placeholder-missing";
+	}
+	return NULL;
 }

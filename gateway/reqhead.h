@@ -62,6 +62,21 @@ const struct sl_http_header *sl_reqhead_underscore_host_credential(const struct 
 bool sl_reqhead_placeholder_ok(const struct sl_http_request *r, const struct sl_inject *inj);
 
 /*
+ * Why a decided request's head may not go on, the same on every path
+ * (plain HTTP, HTTP in a tunnel, inspected): a body on a GET or HEAD (some
+ * origins read none after them: its bytes would be a request nobody
+ * decided, on a connection kept); a method override where a rule for the
+ * host names methods (d->methods_named); on a host where a rule injects
+ * (d->host_injects), a credential header spelled with '_', and, when inj
+ * (the credential this request gets; NULL: none) requires it, a missing
+ * placeholder. NULL when it may go on; else the audit record's reason,
+ * with *ret_status and a one-line message for the client in msg.
+ */
+const char *sl_reqhead_refusal(const struct sl_http_request *r, const struct sl_decision *d,
+			       const struct sl_policy *p, const struct sl_inject *inj,
+			       int *ret_status, char *msg, size_t msglen);
+
+/*
  * The target to forward for a request whose path the decision compared
  * (sl_decision.path_checked): the normal form of target[0..len)'s path
  * (path.h), and its query as it came. *ret is malloc'd. Returns 0, or

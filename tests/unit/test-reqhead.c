@@ -177,6 +177,66 @@ static void test_placeholder(void **state)
 	assert_false(sl_reqhead_placeholder_ok(&req, &bare));
 }
 
+/* One refusal for every path: which check, its status, its reason. */
+static const char *refusal(const char *head, const struct sl_decision *d,
+			   const struct sl_policy *p, const struct sl_inject *inj, int *st)
+{
+	char msg[512] = "";
+	const char *r;
+
+	parse(head);
+	*st = 0;
+	r = sl_reqhead_refusal(&req, d, p, inj, st, msg, sizeof(msg));
+	if (r)
+		assert_true(msg[0] != '\0');
+	return r;
+}
+
+static void test_refusal(void **state)
+{
+	struct sl_rule rules[1] = {{.has_inject = true}};
+	struct sl_policy p = {.rules = rules, .n_rules = 1};
+	struct sl_inject inj = {.header = "x-api-key", .prefix = "", .require_placeholder = true};
+	struct sl_decision none = {0}, methods = {.methods_named = true},
+			   injects = {.host_injects = true};
+	int st;
+
+	rules[0].inject.header = "x-api-key";
+	assert_null(refusal("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n", &none,
+			    &p, NULL, &st));
+	/* A GET or HEAD with a body, whatever the rules. */
+	assert_string_equal(refusal("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n",
+				    &none, &p, NULL, &st),
+			    "bad-request");
+	assert_int_equal(st, 400);
+	assert_string_equal(refusal("HEAD / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+				    &none, &p, NULL, &st),
+			    "bad-request");
+	assert_null(refusal("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", &none, &p,
+			    NULL, &st));
+	/* A method override only where a rule names methods. */
+	assert_null(refusal("POST / HTTP/1.1\r\nHost: a\r\nX-HTTP-Method: DELETE\r\n\r\n", &none,
+			    &p, NULL, &st));
+	assert_string_equal(refusal("POST / HTTP/1.1\r\nHost: a\r\nX-HTTP-Method: DELETE\r\n\r\n",
+				    &methods, &p, NULL, &st),
+			    "method-override");
+	assert_int_equal(st, 400);
+	/* '_' credentials and the placeholder only where a rule injects. */
+	assert_null(refusal("GET / HTTP/1.1\r\nHost: a\r\nX_Api_Key: own\r\n\r\n", &none, &p,
+			    &inj, &st));
+	assert_string_equal(refusal("GET / HTTP/1.1\r\nHost: a\r\nX_Api_Key: own\r\n\r\n",
+				    &injects, &p, &inj, &st),
+			    "credential-header");
+	assert_int_equal(st, 400);
+	assert_string_equal(refusal("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &injects, &p, &inj, &st),
+			    "placeholder-missing");
+	assert_int_equal(st, 403);
+	assert_null(refusal("GET / HTTP/1.1\r\nHost: a\r\nx-api-key: " SL_PLACEHOLDER "\r\n\r\n",
+			    &injects, &p, &inj, &st));
+	/* No credential for this request (plain HTTP): no placeholder asked. */
+	assert_null(refusal("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &injects, &p, NULL, &st));
+}
+
 static void target_ok(const char *in, const char *want)
 {
 	char *t = NULL;
@@ -210,6 +270,7 @@ int main(void)
 	    cmocka_unit_test(test_credential_names), cmocka_unit_test(test_name_is),
 	    cmocka_unit_test(test_method_override), cmocka_unit_test(test_method_override_query),  cmocka_unit_test(test_underscore),
 	    cmocka_unit_test(test_placeholder), cmocka_unit_test(test_host_credential),	     cmocka_unit_test(test_forward_target),
+	    cmocka_unit_test(test_refusal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
