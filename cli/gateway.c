@@ -467,7 +467,7 @@ static int setup_and_serve(struct gw_cli *g, struct sl_gw_config *cfg, uv_loop_t
 		sl_tls_setup_done(&g->tls);
 		return SL_EXIT_FAILURE;
 	}
-	r = sl_tls_apply(&g->tls, g->gw, sl_tls_upstream_trust(g->upstream_ca), err, sizeof(err));
+	r = sl_tls_apply(&g->tls, g->gw, g->upstream_ca, err, sizeof(err));
 	if (r < 0)
 		r = -EIO; /* SL_EXIT_FAILURE, as before */
 	if (r >= 0)

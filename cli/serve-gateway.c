@@ -426,7 +426,7 @@ static void setup(struct gw_proc *g, struct sl_serve_child *c)
 		fail(g, err);
 	}
 	/* The system's store whole now: once confined, nothing can be opened. */
-	if (c->tls && sl_tls_apply(c->tls, g->gw, sl_tls_upstream_trust(c->upstream_ca), err,
+	if (c->tls && sl_tls_apply(c->tls, g->gw, c->upstream_ca, err,
 				   sizeof(err)) < 0)
 		fail(g, err);
 	if (sl_gw_listen_proxy(g->gw, c->listen_proxy, err, sizeof(err)) < 0 ||

@@ -164,16 +164,6 @@ int sl_tls_apply(struct sl_tls_setup *s, struct sl_gw *gw, const char *upstream_
 	return 0;
 }
 
-const char *sl_tls_upstream_trust(const char *upstream_ca)
-{
-	const char *env;
-
-	if (upstream_ca)
-		return upstream_ca;
-	env = getenv(X509_get_default_cert_file_env());
-	return env && *env ? env : X509_get_default_cert_file();
-}
-
 bool sl_tls_covers(const struct sl_tls_setup *s, const struct sl_policy *p, char *err,
 		   size_t errlen)
 {

@@ -71,14 +71,6 @@ int sl_tls_open_ca_dir(struct sl_tls_setup *s, const char *dir, char *err, size_
 int sl_tls_apply(struct sl_tls_setup *s, struct sl_gw *gw, const char *upstream_ca, char *err,
 		 size_t errlen);
 
-/* What the origins are verified against: upstream_ca, or else the system's
- * bundle file (SSL_CERT_FILE where set, OpenSSL's default otherwise), to be
- * loaded whole at start. OpenSSL would otherwise look the system's store up
- * at the first upstream connection, when a confined gateway (confine.h)
- * can no longer open it. (On Debian the bundle holds every certificate the
- * hashed directory does.) */
-const char *sl_tls_upstream_trust(const char *upstream_ca);
-
 /* May the gateway take this new policy (a reload)? Only if every secret it
  * names was loaded at start, from the same place, and it sends each one
  * only where the policy in force does (same header and prefix, a host its

@@ -103,8 +103,10 @@ struct sl_secret_value;
  * Inspect TLS for hosts whose rules need it (methods, paths, a credential;
  * inspect*.c): the sandbox's TLS ends at the gateway with a leaf from ca
  * (borrowed: it must outlive the gateway), and origins are verified
- * against upstream_ca (a PEM file) or, when NULL, the system's trust
- * store. Without it, such hosts are refused.
+ * against upstream_ca (a PEM file, parsed now) or, when NULL, the
+ * system's trust store (SSL_CERT_FILE, else OpenSSL's bundle file: read
+ * now, while files can still be opened, and parsed at the first upstream
+ * connection, off the way up). Without it, such hosts are refused.
  */
 int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upstream_ca,
 			    char *err, size_t errlen);

@@ -72,7 +72,16 @@ struct sl_gw_tls {
 	struct up *pool; /* idle upstream connections, most recent first */
 	unsigned n_pool;
 	unsigned gen; /* bumped by every flush: older connections are not pooled again */
-	bool default_paths_pending; /* the system's trust store is not loaded yet */
+	/* The system's trust store, read at start (a confined gateway can
+	 * open no file later) and parsed at the first upstream connection:
+	 * some 150 certificates, tens of milliseconds, off every sandbox's
+	 * way up. bundle_err: why it could not be read (then every upstream
+	 * connection fails, as it would unverified). */
+	bool default_paths_pending;
+	char *bundle;
+	size_t bundle_len;
+	int bundle_err;
+	char bundle_path[256];
 	unsigned n_ups; /* every struct up still allocated */
 	struct {
 		char host[SL_HOST_BUF];
@@ -196,3 +205,7 @@ const char *insp_tls_error(void);
 const struct sl_secret_value *insp_secret_by_name(const struct sl_gw_tls *t, const char *name);
 /* The SSL_CTX's new-session callback: the session cache. */
 int insp_new_session(SSL *ssl, SSL_SESSION *sess);
+
+/* inspect-tls.c: the system's trust store, parsed now from the bytes read
+ * at start, if it is still pending. 0, or -1 with why set. */
+int insp_trust_pending_load(struct sl_gw_tls *t, char *why, size_t len);

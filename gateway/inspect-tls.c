@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,85 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
+/* The system's store as OpenSSL finds it (SSL_CERT_FILE, else its default
+ * bundle file; the hashed directory is not read: on Debian the bundle holds
+ * every certificate it does), read whole now: parsing waits. */
+static void read_bundle(struct sl_gw_tls *t)
+{
+	const char *env = getenv(X509_get_default_cert_file_env());
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(t->bundle_path, sizeof(t->bundle_path), "%s",
+		 env && *env ? env : X509_get_default_cert_file());
+	f = fopen(t->bundle_path, "re");
+	if (!f) {
+		t->bundle_err = errno;
+		return;
+	}
+	for (;;) {
+		size_t n;
+
+		if (t->bundle_len == cap) {
+			char *b = realloc(t->bundle, cap ? cap * 2 : 256 * 1024);
+
+			if (!b) {
+				t->bundle_err = ENOMEM;
+				break;
+			}
+			t->bundle = b;
+			cap = cap ? cap * 2 : 256 * 1024;
+		}
+		n = fread(t->bundle + t->bundle_len, 1, cap - t->bundle_len, f);
+		t->bundle_len += n;
+		if (n == 0) {
+			if (ferror(f))
+				t->bundle_err = EIO;
+			break;
+		}
+	}
+	fclose(f);
+}
+
+int insp_trust_pending_load(struct sl_gw_tls *t, char *why, size_t len)
+{
+	STACK_OF(X509_INFO) *infos = NULL;
+	X509_STORE *store = SSL_CTX_get_cert_store(t->client);
+	BIO *b = NULL;
+	int n = 0;
+
+	if (!t->default_paths_pending)
+		return 0;
+	if (t->bundle_err) {
+		snprintf(why, len, "cannot read the system's trust store %s: %s", t->bundle_path,
+			 strerror(t->bundle_err));
+		return -1;
+	}
+	b = BIO_new_mem_buf(t->bundle, (int)t->bundle_len);
+	if (b)
+		infos = PEM_X509_INFO_read_bio(b, NULL, NULL, NULL);
+	for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++) {
+		X509_INFO *xi = sk_X509_INFO_value(infos, i);
+
+		if (xi->x509 && X509_STORE_add_cert(store, xi->x509) == 1)
+			n++;
+	}
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	BIO_free(b);
+	if (n == 0) {
+		snprintf(why, len, "the system's trust store %s holds no certificate: %s",
+			 t->bundle_path, insp_tls_error());
+		ERR_clear_error();
+		return -1;
+	}
+	ERR_clear_error(); /* a trailing non-certificate block */
+	free(t->bundle);
+	t->bundle = NULL;
+	t->bundle_len = 0;
+	t->default_paths_pending = false;
+	return 0;
+}
+
 int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upstream_ca,
 			    char *err, size_t errlen)
 {
@@ -107,9 +187,7 @@ int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upst
 			goto fail;
 		}
 	} else {
-		/* The system's store is parsed whole (some 150 certificates,
-		 * tens of milliseconds): at the first upstream connection, not
-		 * on every sandbox's way up. */
+		read_bundle(t);
 		t->default_paths_pending = true;
 	}
 	if (SSL_CTX_set_alpn_protos(t->client, h11, sizeof(h11) - 1) != 0)
@@ -168,6 +246,7 @@ void sl_gw_tls_free(struct sl_gw *gw)
 		free(t->secrets[i].name);
 	SSL_CTX_free(t->server);
 	SSL_CTX_free(t->client);
+	free(t->bundle);
 	free(t);
 	gw->tls = NULL;
 }

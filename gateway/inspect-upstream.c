@@ -277,15 +277,9 @@ static void up_connected(uv_connect_t *req, int status)
 		return;
 	}
 	uv_tcp_nodelay(&up->tcp, 1);
-	if (up->t->default_paths_pending) {
-		if (SSL_CTX_set_default_verify_paths(up->t->client) != 1) {
-			snprintf(why, sizeof(why), "cannot load the system's trust store: %s",
-				 insp_tls_error());
-			ERR_clear_error();
-			up_fail(up, 502, "upstream-tls-failed", why);
-			return;
-		}
-		up->t->default_paths_pending = false;
+	if (insp_trust_pending_load(up->t, why, sizeof(why)) < 0) {
+		up_fail(up, 502, "upstream-tls-failed", why);
+		return;
 	}
 	up->ssl = SSL_new(up->t->client);
 	up->rb = BIO_new(BIO_s_mem());
