@@ -130,20 +130,16 @@ static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 {
 	struct conn *c = data;
 	char msg[SL_HOST_BUF + 96];
+	int http;
 
 	c->rreq = NULL;
 	if (c->state != ST_RESOLVING)
 		return;
 	if (status < 0) {
-		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host,
-			 status == -ENOENT	? "no such name"
-			 : status == -ETIMEDOUT ? "timed out"
-			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
-						: "resolver error");
-		if (status == -EDQUOT)
-			conn_respond_error(c, 429, "dns-budget", msg);
-		else
-			conn_respond_error(c, 502, "resolve-failed", msg);
+		const char *reason, *why = sl_gw_resolve_failure(status, &http, &reason);
+
+		snprintf(msg, sizeof(msg), "cannot resolve %s: %s", c->dec.host, why);
+		conn_respond_error(c, http, reason, msg);
 		return;
 	}
 	connect_first_permitted(c, addrs);

@@ -96,9 +96,6 @@ int sl_gw_budget_init(struct sl_gw *gw);
  * the gateway): from here on it sends nothing upstream that the gate
  * would have been asked about. */
 void sl_gw_budget_stop(struct sl_gw *gw);
-/* Why a name was not resolved (-EDQUOT), short enough for the messages
- * that name the host. */
-#define SL_GW_DNS_BUDGET_WHY "too many new names under this wildcard this minute (DNS budget)"
 
 void sl_gw_budget_free(struct sl_gw *gw);
 

@@ -354,20 +354,16 @@ static void up_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 {
 	struct up *up = data;
 	char why[SL_HOST_BUF + 96];
+	int http;
 
 	up->rreq = NULL;
 	if (up->closing || !up->owner)
 		return;
 	if (status < 0) {
-		snprintf(why, sizeof(why), "cannot resolve %s: %s", up->host,
-			 status == -ENOENT	? "no such name"
-			 : status == -ETIMEDOUT ? "timed out"
-			 : status == -EDQUOT	? SL_GW_DNS_BUDGET_WHY
-						: "resolver error");
-		if (status == -EDQUOT)
-			up_fail(up, 429, "dns-budget", why);
-		else
-			up_fail(up, 502, "resolve-failed", why);
+		const char *reason, *what = sl_gw_resolve_failure(status, &http, &reason);
+
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", up->host, what);
+		up_fail(up, http, reason, why);
 		return;
 	}
 	up_connect(up, addrs);

@@ -386,3 +386,23 @@ void sl_gw_resolver_free(struct sl_gw_resolver *r)
 	uv_timer_stop(&r->timer);
 	uv_close((uv_handle_t *)&r->timer, resolver_closed);
 }
+
+const char *sl_gw_resolve_failure(int status, int *ret_http, const char **ret_reason)
+{
+	*ret_http = 502;
+	*ret_reason = "resolve-failed";
+	switch (status) {
+	case -ENOENT:
+		return "no such name";
+	case -ETIMEDOUT:
+		return "timed out";
+	case -EDQUOT:
+		/* The budget (dns-gate.c): short enough for the messages
+		 * that name the host. */
+		*ret_http = 429;
+		*ret_reason = "dns-budget";
+		return "too many new names under this wildcard this minute (DNS budget)";
+	default:
+		return "resolver error";
+	}
+}

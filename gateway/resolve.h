@@ -59,5 +59,10 @@ void sl_gw_resolver_set_gate(struct sl_gw_resolver *r, sl_gw_resolve_gate gate, 
 /* The callback will not run. */
 void sl_gw_resolve_cancel(struct sl_gw_resolve_req *req);
 
+/* What a failed resolve (the callback's status < 0) is to the client, the
+ * same for every way in: *ret_http (429 for the DNS budget, else 502), the
+ * audit record's *ret_reason, and a few words of why. */
+const char *sl_gw_resolve_failure(int status, int *ret_http, const char **ret_reason);
+
 /* Stop and free; pending callbacks never run. */
 void sl_gw_resolver_free(struct sl_gw_resolver *r);
