@@ -130,6 +130,9 @@ for p in /proc/[0-9]*; do
 		[ "$(awk '/^Uid:/ { print $2 }' "$p/status")" != 0 ] && gw=${p#/proc/}
 done
 [ -n "$gw" ] || { notok "no confined sluice gateway found: $(cat "$T/gw.log")"; finish; }
+# script(1)'s child, in a session of its own: killing script leaves it
+# running (its reader ends with it).
+world_kill_pids+=("$gw")
 echo "# sluice gateway $gw"
 readable_tty=
 other=
