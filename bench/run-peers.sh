@@ -1,0 +1,576 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# sluice next to its peers, measured side by side in one run: wrk (and curl,
+# for the tunnel) against an nginx origin directly, through `sluice gateway`
+# (standalone, audit log on), through squid and through tinyproxy. The
+# origin runs in the test world's internet namespace (tests/integration/
+# world.sh) on 203.0.113.2; the proxies and the clients run in its host
+# namespace on 203.0.113.1, so every proxied request crosses the same veth
+# as a direct one. Nothing is pinned: the clients, the proxy under test and
+# nginx share the machine's CPUs. For each way in (direct, sluice, squid,
+# tinyproxy) it measures:
+#
+#   1. keep-alive: wrk, C connections (default 50), small (~300 byte) GETs
+#      for DURATION seconds: req/s, p50 and p99 latency, and requests per
+#      CPU-second of the proxy (utime+stime from /proc/PID/stat);
+#   2. new connection per request: the same with `Connection: close`;
+#   3. CONNECT tunnel: a 256 MiB HTTPS download with curl through the proxy
+#      (-p), or straight to the origin: MB/s (10^6 bytes), proxy CPU per MiB;
+#   4. the proxy's peak RSS (VmHWM) after all of it;
+#   5. `sluice run -- true` next to `unshare -n` and `bwrap` (bench/
+#      run-startup.sh, with STARTUP_N runs; STARTUP_N=0 leaves it out).
+#
+# Every figure comes from checked responses: a wrk run with any error
+# (connect, read, write, timeout, or a status >= 400), or whose responses
+# are shorter than the body, or whose requests the origin did not serve
+# (nginx's own request counter), is reported as failed (the whole bench
+# exits 1); a download must be 200 with exactly 256 MiB, over TLS verified
+# against the origin's own certificate (so no proxy can have answered it).
+# Each figure is the median of REPS repetitions, the ways in interleaved
+# within each repetition so that drift hits every column alike. Ratios are
+# to direct, measured in the same run. It asserts nothing about timing.
+#
+# With STRACE=1 it then runs one more keep-alive wrk run through sluice
+# with `strace -c -f` attached to the gateway, and prints its system calls
+# per request (strace slows the gateway down; the counts per request are
+# what it is for, not the time).
+#
+# Runs as root, in namespaces it creates and removes; no packet leaves
+# loopback and TEST-NET. Every process is started and stopped by its pid.
+#
+# Usage: bench/run-peers.sh [PATH-TO-SLUICE]
+# Environment: DURATION (seconds per wrk run, default 5), REPS (default 3),
+# CONNS (wrk connections, default 50), THREADS (wrk threads, default: the
+# CPUs), STRACE (1: profile sluice's keep-alive run), STARTUP_N (default 20).
+# Exit: 0 ran, 1 setup or a run failed, 77 skipped (not root, or wrk, nginx,
+# curl or python3 missing; squid and tinyproxy only lose their column).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../build/cli/sluice}}")
+DURATION=${DURATION:-5}
+REPS=${REPS:-3}
+CONNS=${CONNS:-50}
+THREADS=${THREADS:-$(nproc)}
+STRACE=${STRACE:-0}
+STARTUP_N=${STARTUP_N:-20}
+PY=/usr/bin/python3
+me=run-peers.sh
+[ "$(id -u)" = 0 ] || { echo "$me: needs root" >&2; exit 77; }
+[ -x "$SLUICE" ] || { echo "$me: no sluice at $SLUICE" >&2; exit 1; }
+case "$DURATION$REPS$CONNS$THREADS$STRACE$STARTUP_N" in
+*[!0-9]*) echo "$me: DURATION, REPS, CONNS, THREADS, STRACE and STARTUP_N are numbers" >&2; exit 1 ;;
+esac
+if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 600 ] || [ "$REPS" -lt 1 ] || [ "$REPS" -gt 50 ] ||
+	[ "$CONNS" -lt 1 ] || [ "$CONNS" -gt 400 ] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNS" ]; then
+	echo "$me: DURATION 1..600, REPS 1..50, CONNS 1..400, THREADS 1..CONNS" >&2
+	exit 1
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+WRK=$(command -v wrk)
+SQUID=$(command -v squid || { [ -x /usr/sbin/squid ] && echo /usr/sbin/squid; })
+TINYPROXY=$(command -v tinyproxy || { [ -x /usr/sbin/tinyproxy ] && echo /usr/sbin/tinyproxy; })
+missing=
+[ -x "$NGINX" ] || missing="$missing nginx-light"
+[ -n "$WRK" ] || missing="$missing wrk"
+command -v curl >/dev/null || missing="$missing curl"
+[ -x "$PY" ] || missing="$missing python3"
+if [ "$STRACE" = 1 ] && ! command -v strace >/dev/null; then missing="$missing strace"; fi
+if [ -n "$missing" ]; then
+	echo "$me: missing:$missing; install with" >&2
+	echo "  apt-get install$missing    (squid and tinyproxy for their columns)" >&2
+	exit 77
+fi
+
+. "$here/../tests/integration/world.sh"
+
+gw_pid=
+cleanup() {
+	trap '' INT TERM # a second signal must not cut the cleanup short
+	if [ -n "$gw_pid" ]; then
+		kill -TERM "$gw_pid" 2>/dev/null
+		wait "$gw_pid" 2>/dev/null
+	fi
+	world_down # stops nginx, squid, tinyproxy and dnsmasq by their pids
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+die() { echo "$me: $*" >&2; exit 1; }
+
+world_up || die "the test world did not come up"
+T=$WORLD_TMP
+O=$WORLD_NET_ADDR  # the origin and the resolver, in the internet namespace
+G=$WORLD_HOST_ADDR # the proxies and the clients, in the host namespace
+HOST=origin.bench.test
+# A new connection per request, 50 at a time, for seconds: more than the
+# default ephemeral ports (28,000) would hold in TIME_WAIT. In our own
+# namespaces only.
+# The veth between the namespaces gets loopback's segment size (MTU 64 KiB),
+# as if everything were on loopback: at 1500 bytes, curl straight to the
+# origin downloaded slower than through any proxy, which reads the veth
+# faster than curl and passes it on over loopback.
+ip -n "$WORLD_HOST" link set wh0 mtu 65535 && ip -n "$WORLD_NET" link set wi0 mtu 65535 ||
+	die "could not set the veth's MTU"
+for ns in "$WORLD_HOST" "$WORLD_NET"; do
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="10000 65000" net.ipv4.tcp_tw_reuse=1 ||
+		die "could not set the port range in $ns"
+done
+
+# ---- the resolver: the bench's name, nothing else ----
+# dnsmasq answers its own address= records with TTL 0 unless told: give them
+# a real record's lifetime, so sluice's and squid's resolver caches count.
+cat >"$T/dnsmasq.conf" <<EOF
+local-ttl=300
+no-resolv
+no-hosts
+listen-address=$O
+bind-interfaces
+address=/$HOST/$O
+EOF
+world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+
+# ---- the origin: nginx, its own prefix under $T ----
+W=$T/nginx
+mkdir -p "$W/www" "$W/tmp" && chmod -R 755 "$W"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=$HOST" -addext "subjectAltName=DNS:$HOST" \
+	-keyout "$W/key.pem" -out "$W/cert.pem" 2>/dev/null || die "openssl could not make the origin's cert"
+chmod 600 "$W/key.pem"
+chmod 644 "$W/cert.pem"
+# A model API's reply, 300 bytes.
+"$PY" - "$W/www/small.json" <<'PY'
+import json, sys
+d = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench-1",
+     "content": [{"type": "text", "text": ""}], "stop_reason": "end_turn",
+     "usage": {"input_tokens": 12, "output_tokens": 34}}
+base = len(json.dumps(d, separators=(",", ":"))) + 1
+d["content"][0]["text"] = "x" * (300 - base)
+open(sys.argv[1], "w").write(json.dumps(d, separators=(",", ":")) + "\n")
+PY
+BIG=$((256 * 1024 * 1024))
+truncate -s "$BIG" "$W/www/big.bin" # sparse: no disk, the page cache's zeros
+chmod 644 "$W/www/"*
+cat >"$W/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $W/nginx.pid;
+error_log $W/error.log warn;
+worker_rlimit_nofile 16384;
+events { worker_connections 8192; }
+http {
+	access_log off;
+	client_body_temp_path $W/tmp/body;
+	proxy_temp_path $W/tmp/proxy;
+	fastcgi_temp_path $W/tmp/fastcgi;
+	uwsgi_temp_path $W/tmp/uwsgi;
+	scgi_temp_path $W/tmp/scgi;
+	types { application/json json; application/octet-stream bin; }
+	keepalive_timeout 75s;
+	keepalive_requests 10000000;
+	tcp_nodelay on;
+	sendfile on;
+	server {
+		listen $O:80;
+		listen $O:443 ssl;
+		server_name $HOST;
+		ssl_certificate $W/cert.pem;
+		ssl_certificate_key $W/key.pem;
+		ssl_protocols TLSv1.2 TLSv1.3;
+		root $W/www;
+		location = /small { default_type application/json; alias $W/www/small.json; }
+		location = /big { default_type application/octet-stream; alias $W/www/big.bin; }
+	}
+	server {
+		listen $O:8080;
+		location = /status { stub_status; }
+	}
+}
+EOF
+world_bg "$WORLD_NET" "$NGINX" -p "$W" -c "$W/nginx.conf" -e "$W/error.log"
+nginx_pid=$!
+
+# ---- sluice: the origin's host allowed, on 80 and 443 (the default) ----
+cat >"$T/policy.yaml" <<EOF
+version: 1
+allow:
+  - host: $HOST
+EOF
+chmod 644 "$T/policy.yaml"
+world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen "$G:3128" \
+	--resolver "$O:53" --audit "$T/audit.log" --sandbox bench >"$T/gw.log" 2>&1
+gw_pid=$!
+
+# ---- squid: a forward proxy (plain HTTP and CONNECT), no cache ----
+squid_pid=
+if [ -n "$SQUID" ]; then
+	S=$T/squid
+	mkdir -p "$S"
+	getent passwd proxy >/dev/null && chown proxy: "$S"
+	cat >"$S/squid.conf" <<EOF
+http_port $G:3129
+visible_hostname sluice-bench
+dns_nameservers $O
+acl SSL_ports port 443
+acl CONNECT method CONNECT
+http_access deny CONNECT !SSL_ports
+http_access allow all
+cache deny all
+cache_mem 8 MB
+access_log stdio:$S/access.log
+cache_log $S/cache.log
+pid_filename $S/squid.pid
+coredump_dir $S
+netdb_filename none
+pinger_enable off
+logfile_rotate 0
+shutdown_lifetime 1 seconds
+max_filedescriptors 16384
+EOF
+	getent passwd proxy >/dev/null && echo "cache_effective_user proxy" >>"$S/squid.conf"
+	world_bg "$WORLD_HOST" "$SQUID" -N -f "$S/squid.conf"
+	squid_pid=$!
+else
+	echo "squid not installed (apt-get install squid): its column is skipped"
+fi
+
+# ---- tinyproxy: the same, with the origin's name in its own /etc/hosts ----
+# tinyproxy resolves with getaddrinfo(): in a mount namespace of its own
+# (unshare -m, private: nothing of it is seen outside), /etc/hosts is
+# bind-mounted over with a line for the origin and /etc/resolv.conf with
+# our dnsmasq, so it never asks the machine's resolver. tinyproxy fsync()s
+# its log after every line, three per request: on a disk that alone holds
+# it to a few hundred requests per second, so its log is on a tmpfs there,
+# and the figures are the proxy's rather than the disk's.
+tiny_pid=
+if [ -n "$TINYPROXY" ]; then
+	P=$T/tinyproxy
+	mkdir -p "$P"
+	printf '127.0.0.1 localhost\n%s %s\n%s proxy.bench.test\n' "$O" "$HOST" "$G" >"$P/hosts"
+	printf 'nameserver %s\n' "$O" >"$P/resolv.conf"
+	chmod 644 "$P/hosts" "$P/resolv.conf"
+	mkdir -p "$P/log"
+	getent passwd nobody >/dev/null && chown nobody "$P"
+	cat >"$P/tinyproxy.conf" <<EOF
+User nobody
+Group nogroup
+Port 3130
+Listen $G
+Timeout 600
+MaxClients 1024
+LogFile "$P/log/tinyproxy.log"
+LogLevel Connect
+ConnectPort 443
+EOF
+	chmod 644 "$P/tinyproxy.conf"
+	world_bg "$WORLD_HOST" unshare -m --propagation private sh -c \
+		'mount --bind "$1/hosts" /etc/hosts && mount --bind "$1/resolv.conf" /etc/resolv.conf &&
+		mount -t tmpfs -o size=64m,mode=0777 tinyproxy-log "$1/log" && exec "$2" -d -c "$3"' sh \
+		"$P" "$TINYPROXY" "$P/tinyproxy.conf" >"$P/stdout.log" 2>&1
+	tiny_pid=$!
+else
+	echo "tinyproxy not installed (apt-get install tinyproxy): its column is skipped"
+fi
+
+# ---- wait for everything to listen (bounded) ----
+listening() { # NS ADDR PORT
+	ip netns exec "$1" ss -Hltn "src $2 and sport = :$3" 2>/dev/null | grep -q .
+}
+wait_listen() { # NS ADDR PORT PID
+	for _ in $(seq 100); do
+		listening "$1" "$2" "$3" && return 0
+		kill -0 "$4" 2>/dev/null || break
+		sleep 0.1
+	done
+	return 1
+}
+wait_listen "$WORLD_NET" "$O" 80 "$nginx_pid" && wait_listen "$WORLD_NET" "$O" 443 "$nginx_pid" ||
+	die "nginx did not start: $(cat "$W/error.log" 2>/dev/null)"
+wait_listen "$WORLD_HOST" "$G" 3128 "$gw_pid" || die "sluice gateway did not start: $(cat "$T/gw.log")"
+if [ -n "$squid_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3129 "$squid_pid"; then
+	echo "squid did not start (its column is skipped): $(tail -n 3 "$S/cache.log" 2>/dev/null)"
+	squid_pid=
+fi
+if [ -n "$tiny_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3130 "$tiny_pid"; then
+	echo "tinyproxy did not start (its column is skipped): $(tail -n 3 "$P/stdout.log" "$P/tinyproxy.log" 2>/dev/null)"
+	tiny_pid=
+fi
+# $! must be the proxy itself (ip, nsenter, unshare and sh exec it): its
+# /proc/PID/stat is what the CPU and memory figures read.
+for p in "sluice:$gw_pid" "squid:$squid_pid" "tinyproxy:$tiny_pid"; do
+	[ -z "${p#*:}" ] || [ "$(cat "/proc/${p#*:}/comm" 2>/dev/null)" = "${p%%:*}" ] ||
+		die "pid ${p#*:} is $(cat "/proc/${p#*:}/comm" 2>/dev/null), not ${p%%:*}"
+done
+
+echo "sluice peers bench: wrk $CONNS connections, $THREADS threads, ${DURATION} s per run," \
+	"$REPS repetitions (median), 256 MiB CONNECT download; nothing pinned, $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), wrk $("$WRK" -v 2>&1 | sed -n '1s/^wrk \(debian\/\)\{0,1\}\([^ -]*\).*/\2/p')$(
+	[ -n "$squid_pid" ] && echo ", squid $("$SQUID" -v | sed -n '1s/.*Version //p')")$(
+	[ -n "$tiny_pid" ] && echo ", tinyproxy $("$TINYPROXY" -v | sed 's/^tinyproxy //')")"
+
+cat >"$T/driver.py" <<'PY'
+import os, re, statistics, subprocess, sys, time, urllib.request
+
+(wrk, o, g, host, cert, duration, reps, conns, threads, big, tmp,
+ gw_pid, squid_pid, tiny_pid, strace) = sys.argv[1:16]
+duration, reps, conns, threads, big = int(duration), int(reps), int(conns), int(threads), int(big)
+HZ = os.sysconf("SC_CLK_TCK")
+NOPROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # whatever http_proxy says
+SMALL = 300  # bytes of /small's body
+
+# (name, proxy port or None, the proxy's pid)
+ways = [("direct", None, None), ("sluice", 3128, int(gw_pid))]
+if squid_pid:
+    ways.append(("squid", 3129, int(squid_pid)))
+if tiny_pid:
+    ways.append(("tinyproxy", 3130, int(tiny_pid)))
+names = [w[0] for w in ways]
+
+def tree(pid):  # the proxy and every process below it (sluice's reader)
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kids.setdefault(int(f[1]), []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+def cpu(pid):  # user+system seconds of the proxy's processes (their threads too)
+    if not pid:
+        return 0.0
+    s = 0
+    for p in tree(pid):
+        try:
+            f = open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        s += int(f[11]) + int(f[12])
+    return s / HZ
+
+def status(pid, field):  # kB
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+def origin():  # (connections accepted, requests served) by nginx so far
+    s = NOPROXY.open("http://%s:8080/status" % o, timeout=5).read().decode()
+    a, _h, r = s.splitlines()[2].split()
+    return int(a), int(r)
+
+def passive_opens():  # TCP connections accepted in this (the host) namespace
+    lines = [l.split() for l in open("/proc/net/snmp") if l.startswith("Tcp:")]
+    return int(lines[1][lines[0].index("PassiveOpens")])
+
+LUA = """
+wrk.path = "%s"
+wrk.headers["Host"] = "%s"
+%s
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %%d %%d %%d %%d %%d %%d %%d %%d %%.0f %%.0f\\n",
+    summary.requests, summary.duration, summary.bytes, e.connect, e.read, e.write,
+    e.status, e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+def lua(way, close):
+    path = "/small" if way[1] is None else "http://%s/small" % host
+    f = os.path.join(tmp, "%s-%s.lua" % (way[0], "close" if close else "ka"))
+    open(f, "w").write(LUA % (path, host, 'wrk.headers["Connection"] = "close"' if close else ""))
+    return f
+
+class Failed(Exception):
+    pass
+
+def wrk_run(way, close, secs=None):
+    url = "http://%s:%d/" % ((o, 80) if way[1] is None else (g, way[1]))
+    argv = [wrk, "-t%d" % threads, "-c%d" % conns, "-d%ds" % (secs or duration),
+            "--timeout", "5s", "-s", lua(way, close), url]
+    a0, r0 = origin()
+    p0 = passive_opens()
+    c0 = cpu(way[2])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=(secs or duration) + 60)
+    c1 = cpu(way[2])
+    p1 = passive_opens()
+    a1, r1 = origin()
+    m = re.search(r"^RESULT (.*)$", out.stdout, re.M)
+    if out.returncode != 0 or not m:
+        raise Failed("%s: wrk failed (%d): %s %s" % (way[0], out.returncode, out.stdout, out.stderr))
+    req, us, nbytes, ec, er, ew, es, et, p50, p99 = (float(x) for x in m.group(1).split())
+    errs = dict(connect=ec, read=er, write=ew, status=es, timeout=et)
+    # A proxy that closes the connection after each response without
+    # saying so (tinyproxy answers HTTP/1.1 without "Connection: close")
+    # makes wrk send the next request into a closing socket: a read error,
+    # and a reconnect. Those are tolerated as long as there are no more of
+    # them than connections the proxy accepted: each then stands for a
+    # connection closed after a complete response, and the responses wrk
+    # counted are all whole. Anything else is a failed run.
+    if way[1] is not None and er <= p1 - p0:
+        errs["read"] = 0
+    bad = {k: int(v) for k, v in errs.items() if v}
+    served = r1 - r0 - 1  # our own status request counts once
+    what = "%s, %s" % (way[0], "new connection" if close else "keep-alive")
+    if req < 1 or bad:
+        raise Failed("%s: %d responses, errors %s" % (what, req, bad))
+    if nbytes / req < SMALL:
+        raise Failed("%s: %.0f bytes per response, shorter than the body" % (what, nbytes / req))
+    if served < req:
+        raise Failed("%s: wrk counted %d responses, the origin served %d requests" % (what, req, served))
+    return dict(rps=req / (us / 1e6), req=req, p50=p50 / 1000, p99=p99 / 1000,
+                cpu=c1 - c0, bpr=nbytes / req, closed=er / req,
+                client_conns=(p1 - p0) / req, origin_conns=(a1 - a0 - 1) / req)
+
+def download(way):
+    argv = ["curl", "-sS", "-o", "/dev/null", "--cacert", cert, "--max-time", "120",
+            "-w", "%{http_code} %{size_download} %{time_total}"]
+    if way[1] is None:
+        argv += ["--noproxy", "*", "--resolve", "%s:443:%s" % (host, o)]
+    else:
+        argv += ["-p", "-x", "http://%s:%d" % (g, way[1])]
+    argv.append("https://%s/big" % host)
+    c0 = cpu(way[2])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    c1 = cpu(way[2])
+    try:
+        code, size, secs = out.stdout.split()
+    except ValueError:
+        raise Failed("%s, CONNECT: curl: %s %s" % (way[0], out.stdout, out.stderr))
+    if out.returncode != 0 or code != "200" or int(size) != big:
+        raise Failed("%s, CONNECT: curl exit %d, status %s, %s bytes of %d: %s" %
+                     (way[0], out.returncode, code, size, big, out.stderr.strip()))
+    return dict(mbs=big / float(secs) / 1e6, cpu=c1 - c0)
+
+# One short run of each, not counted: connections, caches and resolvers warm.
+try:
+    for way in ways:
+        wrk_run(way, False, 1)
+except Failed as e:
+    raise SystemExit("warm-up: %s" % e)
+
+res = {(b, w): [] for b in ("ka", "close", "tunnel") for w in names}
+failed = []
+for rep in range(reps):
+    for b in ("ka", "close", "tunnel"):
+        for way in ways:  # interleaved, so drift hits every column alike
+            try:
+                r = download(way) if b == "tunnel" else wrk_run(way, b == "close")
+                res[(b, way[0])].append(r)
+            except Failed as e:
+                failed.append(str(e))
+                print("FAILED: %s" % e, flush=True)
+
+def med(b, w, k):
+    v = [r[k] for r in res[(b, w)]]
+    return statistics.median(v) if v else None
+
+def row(label, cells):
+    print("%-44s" % label + "".join("%12s" % c for c in cells))
+
+def fmt(v, f):
+    return "FAILED" if v is None else f % v
+
+def ratio(b, w, k):
+    a, d = med(b, w, k), med(b, "direct", k)
+    return None if a is None or not d else a / d
+
+proxied = [w for w in names if w != "direct"]
+print()
+row("", names)
+row("keep-alive small GETs, req/s", [fmt(med("ka", w, "rps"), "%.0f") for w in names])
+row("  x direct", [fmt(ratio("ka", w, "rps"), "%.2f") for w in names])
+row("  requests per proxy CPU-second", ["-"] + [
+    fmt(None if not res[("ka", w)] else statistics.median(
+        [r["req"] / r["cpu"] if r["cpu"] else float("inf") for r in res[("ka", w)]]), "%.0f")
+    for w in proxied])
+row("  p50 latency ms", [fmt(med("ka", w, "p50"), "%.2f") for w in names])
+row("  p50 x direct", [fmt(ratio("ka", w, "p50"), "%.1f") for w in names])
+row("  p99 latency ms", [fmt(med("ka", w, "p99"), "%.2f") for w in names])
+row("  p99 x direct", [fmt(ratio("ka", w, "p99"), "%.1f") for w in names])
+row("  client conns per request", [fmt(med("ka", w, "client_conns"), "%.3f") for w in names])
+row("  origin conns per request", [fmt(med("ka", w, "origin_conns"), "%.3f") for w in names])
+row("  closed by the proxy, per request", [fmt(med("ka", w, "closed"), "%.3f") for w in names])
+row("new connection per request, req/s", [fmt(med("close", w, "rps"), "%.0f") for w in names])
+row("  x direct", [fmt(ratio("close", w, "rps"), "%.2f") for w in names])
+row("  requests per proxy CPU-second", ["-"] + [
+    fmt(None if not res[("close", w)] else statistics.median(
+        [r["req"] / r["cpu"] if r["cpu"] else float("inf") for r in res[("close", w)]]), "%.0f")
+    for w in proxied])
+row("  p99 latency ms", [fmt(med("close", w, "p99"), "%.2f") for w in names])
+row("  client conns per request", [fmt(med("close", w, "client_conns"), "%.3f") for w in names])
+row("  origin conns per request", [fmt(med("close", w, "origin_conns"), "%.3f") for w in names])
+row("  closed by the proxy, per request", [fmt(med("close", w, "closed"), "%.3f") for w in names])
+row("CONNECT tunnel, 256 MiB download, MB/s", [fmt(med("tunnel", w, "mbs"), "%.0f") for w in names])
+row("  x direct", [fmt(ratio("tunnel", w, "mbs"), "%.2f") for w in names])
+row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("tunnel", w)] else statistics.median(
+    [r["cpu"] * 1000 / (big / 1048576) for r in res[("tunnel", w)]]), "%.2f") for w in proxied])
+pid = {w[0]: w[2] for w in ways}
+row("peak RSS under load, MiB (VmHWM)", ["-"] + ["%.1f" % (status(pid[w], "VmHWM") / 1024) for w in proxied])
+row("  all its processes, MiB (sum of VmHWM)", ["-"] + [
+    "%.1f" % (sum(status(p, "VmHWM") for p in tree(pid[w])) / 1024) for w in proxied])
+print()
+print("req/s: wrk's completed responses over its run; p50/p99: wrk --latency; proxy CPU: utime+stime")
+print("of the proxy's processes (/proc/PID/stat) over the run; conns per request: TCP connections the")
+print("proxies accepted (the host namespace's PassiveOpens) and nginx accepted, per response; closed by")
+print("the proxy: wrk read errors on a kept-alive connection the proxy closed after a response.")
+
+if strace == "1":
+    print()
+    log = os.path.join(tmp, "strace.txt")
+    st = subprocess.Popen(["strace", "-c", "-f", "-o", log, "-p", gw_pid])
+    time.sleep(1)  # attaching takes a moment; what it misses is not counted either way
+    try:
+        r = wrk_run(ways[1], False)
+    except Failed as e:
+        r = None
+        failed.append("strace run: %s" % e)
+    st.send_signal(2)
+    st.wait(timeout=30)
+    if r:
+        print("sluice, keep-alive, under strace -c -f: %d responses (%.0f req/s while traced);" %
+              (r["req"], r["rps"]))
+        print("system calls per response (the 12 most frequent):")
+        rows = []
+        for line in open(log):
+            f = line.split()
+            if len(f) >= 5 and f[0][0].isdigit() and f[-1] not in ("total",):
+                calls = int(f[3])
+                errors = int(f[4]) if len(f) == 6 else 0
+                rows.append((calls, f[-1], errors))
+        rows.sort(reverse=True)
+        for calls, name, errors in rows[:12]:
+            print("  %-16s %7.2f%s" % (name, calls / r["req"],
+                  "  (%.2f failed)" % (errors / r["req"]) if errors else ""))
+        print("  %-16s %7.2f" % ("all", sum(c for c, _, _ in rows) / r["req"]))
+if failed:
+    print()
+    print("%d run(s) failed: their figures are left out (FAILED where none was left):" % len(failed))
+    for f in failed:
+        print("  " + f)
+    sys.exit(1)
+PY
+chmod 644 "$T/driver.py"
+
+# Bounded: every wrk run and download has a timeout, the whole driver 30 min.
+world_host timeout 1800 "$PY" "$T/driver.py" "$WRK" "$O" "$G" "$HOST" "$W/cert.pem" "$DURATION" \
+	"$REPS" "$CONNS" "$THREADS" "$BIG" "$T" "$gw_pid" "$squid_pid" "$tiny_pid" "$STRACE"
+rc=$?
+kill -0 "$gw_pid" 2>/dev/null || die "sluice gateway exited: $(tail -n 5 "$T/gw.log")"
+echo "sluice audit records written: $(wc -l <"$T/audit.log")"
+[ "$rc" = 0 ] || die "some runs failed (gateway log: $(tail -n 3 "$T/gw.log"))"
+
+# The start-up bench needs none of this world: take it down first.
+cleanup
+trap - EXIT
+if [ "$STARTUP_N" -gt 0 ]; then
+	echo
+	"$here/run-startup.sh" "$SLUICE" "$STARTUP_N" || echo "run-startup.sh failed or was skipped"
+fi
+exit 0
