@@ -17,16 +17,18 @@
 #   2. new connection per request: the same with `Connection: close`;
 #   3. CONNECT tunnel: a 256 MiB HTTPS download with curl through the proxy
 #      (-p), or straight to the origin: MB/s (10^6 bytes), proxy CPU per MiB;
-#   4. the proxy's peak RSS (VmHWM) after all of it;
-#   5. `sluice run -- true` next to `unshare -n` and `bwrap` (bench/
+#   4. the same download of plain HTTP from port 8000, which sluice's policy
+#      relays as opaque bytes (protocol: tcp): the relay without TLS;
+#   5. the proxy's peak RSS (VmHWM) after all of it;
+#   6. `sluice run -- true` next to `unshare -n` and `bwrap` (bench/
 #      run-startup.sh, with STARTUP_N runs; STARTUP_N=0 leaves it out).
 #
 # Every figure comes from checked responses: a wrk run with any error
 # (connect, read, write, timeout, or a status >= 400), or whose responses
 # are shorter than the body, or whose requests the origin did not serve
 # (nginx's own request counter), is reported as failed (the whole bench
-# exits 1); a download must be 200 with exactly 256 MiB, over TLS verified
-# against the origin's own certificate (so no proxy can have answered it).
+# exits 1); a download must be 200 with exactly 256 MiB (over TLS, verified
+# against the origin's own certificate, so no proxy can have answered it).
 # Each figure is the median of REPS repetitions, the ways in interleaved
 # within each repetition so that drift hits every column alike. Ratios are
 # to direct, measured in the same run. It asserts nothing about timing.
@@ -105,10 +107,9 @@ HOST=origin.bench.test
 # A new connection per request, 50 at a time, for seconds: more than the
 # default ephemeral ports (28,000) would hold in TIME_WAIT. In our own
 # namespaces only.
-# The veth between the namespaces gets loopback's segment size (MTU 64 KiB),
-# as if everything were on loopback: at 1500 bytes, curl straight to the
-# origin downloaded slower than through any proxy, which reads the veth
-# faster than curl and passes it on over loopback.
+# The veth between the namespaces gets loopback's MTU (64 KiB), so that its
+# legs (client or proxy to the origin) carry segments of the same size as
+# the client-to-proxy leg over loopback.
 ip -n "$WORLD_HOST" link set wh0 mtu 65535 && ip -n "$WORLD_NET" link set wi0 mtu 65535 ||
 	die "could not set the veth's MTU"
 for ns in "$WORLD_HOST" "$WORLD_NET"; do
@@ -173,6 +174,7 @@ http {
 	server {
 		listen $O:80;
 		listen $O:443 ssl;
+		listen $O:8000;
 		server_name $HOST;
 		ssl_certificate $W/cert.pem;
 		ssl_certificate_key $W/key.pem;
@@ -191,10 +193,16 @@ world_bg "$WORLD_NET" "$NGINX" -p "$W" -c "$W/nginx.conf" -e "$W/error.log"
 nginx_pid=$!
 
 # ---- sluice: the origin's host allowed, on 80 and 443 (the default) ----
+# and on 8000 as opaque bytes (protocol: tcp): a tunnel relayed without
+# TLS at its ends, so that the relay's own cost is not hidden behind the
+# client's and the origin's encryption.
 cat >"$T/policy.yaml" <<EOF
 version: 1
 allow:
   - host: $HOST
+  - host: $HOST
+    ports: [8000]
+    protocol: tcp
 EOF
 chmod 644 "$T/policy.yaml"
 world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen "$G:3128" \
@@ -211,7 +219,7 @@ if [ -n "$SQUID" ]; then
 http_port $G:3129
 visible_hostname sluice-bench
 dns_nameservers $O
-acl SSL_ports port 443
+acl SSL_ports port 443 8000
 acl CONNECT method CONNECT
 http_access deny CONNECT !SSL_ports
 http_access allow all
@@ -261,6 +269,7 @@ MaxClients 1024
 LogFile "$P/log/tinyproxy.log"
 LogLevel Connect
 ConnectPort 443
+ConnectPort 8000
 EOF
 	chmod 644 "$P/tinyproxy.conf"
 	world_bg "$WORLD_HOST" unshare -m --propagation private sh -c \
@@ -284,7 +293,8 @@ wait_listen() { # NS ADDR PORT PID
 	done
 	return 1
 }
-wait_listen "$WORLD_NET" "$O" 80 "$nginx_pid" && wait_listen "$WORLD_NET" "$O" 443 "$nginx_pid" ||
+wait_listen "$WORLD_NET" "$O" 80 "$nginx_pid" && wait_listen "$WORLD_NET" "$O" 443 "$nginx_pid" &&
+	wait_listen "$WORLD_NET" "$O" 8000 "$nginx_pid" ||
 	die "nginx did not start: $(cat "$W/error.log" 2>/dev/null)"
 wait_listen "$WORLD_HOST" "$G" 3128 "$gw_pid" || die "sluice gateway did not start: $(cat "$T/gw.log")"
 if [ -n "$squid_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3129 "$squid_pid"; then
@@ -428,40 +438,47 @@ def wrk_run(way, close, secs=None):
                 cpu=c1 - c0, bpr=nbytes / req, closed=er / req,
                 client_conns=(p1 - p0) / req, origin_conns=(a1 - a0 - 1) / req)
 
-def download(way):
+def download(way, tls=True):
     argv = ["curl", "-sS", "-o", "/dev/null", "--cacert", cert, "--max-time", "120",
             "-w", "%{http_code} %{size_download} %{time_total}"]
+    port = 443 if tls else 8000
     if way[1] is None:
-        argv += ["--noproxy", "*", "--resolve", "%s:443:%s" % (host, o)]
-    else:
+        argv += ["--noproxy", "*", "--resolve", "%s:%d:%s" % (host, port, o)]
+    else:  # -p: a CONNECT tunnel for http:// too
         argv += ["-p", "-x", "http://%s:%d" % (g, way[1])]
-    argv.append("https://%s/big" % host)
+    argv.append("https://%s/big" % host if tls else "http://%s:8000/big" % host)
     c0 = cpu(way[2])
     out = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     c1 = cpu(way[2])
     try:
         code, size, secs = out.stdout.split()
     except ValueError:
-        raise Failed("%s, CONNECT: curl: %s %s" % (way[0], out.stdout, out.stderr))
+        raise Failed("%s, CONNECT :%d: curl: %s %s" % (way[0], port, out.stdout, out.stderr))
     if out.returncode != 0 or code != "200" or int(size) != big:
-        raise Failed("%s, CONNECT: curl exit %d, status %s, %s bytes of %d: %s" %
-                     (way[0], out.returncode, code, size, big, out.stderr.strip()))
+        raise Failed("%s, CONNECT :%d: curl exit %d, status %s, %s bytes of %d: %s" %
+                     (way[0], port, out.returncode, code, size, big, out.stderr.strip()))
     return dict(mbs=big / float(secs) / 1e6, cpu=c1 - c0)
 
-# One short run of each, not counted: connections, caches and resolvers warm.
+# One short run of each, not counted: connections, caches and resolvers
+# warm, and the 256 MiB in the page cache (the first read fills it).
 try:
+    download(ways[0])
     for way in ways:
         wrk_run(way, False, 1)
 except Failed as e:
     raise SystemExit("warm-up: %s" % e)
 
-res = {(b, w): [] for b in ("ka", "close", "tunnel") for w in names}
+BENCHES = ("ka", "close", "tunnel", "plain")
+res = {(b, w): [] for b in BENCHES for w in names}
 failed = []
 for rep in range(reps):
-    for b in ("ka", "close", "tunnel"):
+    for b in BENCHES:
         for way in ways:  # interleaved, so drift hits every column alike
             try:
-                r = download(way) if b == "tunnel" else wrk_run(way, b == "close")
+                if b in ("tunnel", "plain"):
+                    r = download(way, b == "tunnel")
+                else:
+                    r = wrk_run(way, b == "close")
                 res[(b, way[0])].append(r)
             except Failed as e:
                 failed.append(str(e))
@@ -511,6 +528,10 @@ row("CONNECT tunnel, 256 MiB download, MB/s", [fmt(med("tunnel", w, "mbs"), "%.0
 row("  x direct", [fmt(ratio("tunnel", w, "mbs"), "%.2f") for w in names])
 row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("tunnel", w)] else statistics.median(
     [r["cpu"] * 1000 / (big / 1048576) for r in res[("tunnel", w)]]), "%.2f") for w in proxied])
+row("CONNECT, 256 MiB, no TLS (protocol: tcp), MB/s", [fmt(med("plain", w, "mbs"), "%.0f") for w in names])
+row("  x direct", [fmt(ratio("plain", w, "mbs"), "%.2f") for w in names])
+row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("plain", w)] else statistics.median(
+    [r["cpu"] * 1000 / (big / 1048576) for r in res[("plain", w)]]), "%.2f") for w in proxied])
 pid = {w[0]: w[2] for w in ways}
 row("peak RSS under load, MiB (VmHWM)", ["-"] + ["%.1f" % (status(pid[w], "VmHWM") / 1024) for w in proxied])
 row("  all its processes, MiB (sum of VmHWM)", ["-"] + [
