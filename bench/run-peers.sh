@@ -554,17 +554,18 @@ if strace == "1":
         failed.append("strace run: %s" % e)
     st.send_signal(2)
     st.wait(timeout=30)
+    rows = []
     if r:
+        for line in open(log):
+            f = line.split()
+            if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+                rows.append((int(f[3]), f[-1], int(f[4]) if len(f) == 6 else 0))
+        if not rows:
+            failed.append("strace run: strace counted nothing (%s)" % open(log).read().strip())
+    if rows:
         print("sluice, keep-alive, under strace -c -f: %d responses (%.0f req/s while traced);" %
               (r["req"], r["rps"]))
         print("system calls per response (the 12 most frequent):")
-        rows = []
-        for line in open(log):
-            f = line.split()
-            if len(f) >= 5 and f[0][0].isdigit() and f[-1] not in ("total",):
-                calls = int(f[3])
-                errors = int(f[4]) if len(f) == 6 else 0
-                rows.append((calls, f[-1], errors))
         rows.sort(reverse=True)
         for calls, name, errors in rows[:12]:
             print("  %-16s %7.2f%s" % (name, calls / r["req"],
@@ -589,7 +590,7 @@ echo "sluice audit records written: $(wc -l <"$T/audit.log")"
 
 # The start-up bench needs none of this world: take it down first.
 cleanup
-trap - EXIT
+trap - EXIT INT TERM # cleanup ignored INT and TERM: run-startup.sh must not inherit that
 if [ "$STARTUP_N" -gt 0 ]; then
 	echo
 	"$here/run-startup.sh" "$SLUICE" "$STARTUP_N" || echo "run-startup.sh failed or was skipped"
