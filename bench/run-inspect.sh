@@ -58,6 +58,7 @@ if [ "$N" -lt 1 ] || [ "$N" -gt 100000 ] || [ "$REPS" -lt 1 ] || [ "$REPS" -gt 5
 fi
 
 . "$here/../tests/integration/world.sh"
+. "$here/lib.sh"
 
 gw_pid=
 cleanup() {
@@ -79,38 +80,11 @@ G=$WORLD_HOST_ADDR  # sluice and squid, in the host namespace
 API=api.bench.test  # inspected, with a credential injected
 PASS=pass.bench.test # passthrough: an opaque CONNECT tunnel
 
-# ---- the resolver: the bench names, nothing else ----
-# dnsmasq answers its own address= records with TTL 0 unless told: give them
-# a real record's lifetime, so sluice's resolver cache counts as it would.
-cat >"$T/dnsmasq.conf" <<EOF
-local-ttl=300
-no-resolv
-no-hosts
-listen-address=$O
-bind-interfaces
-address=/$API/$O
-address=/$PASS/$O
-EOF
-world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+# ---- the resolver: the bench's names, nothing else ----
+bench_resolver "$API" "$PASS"
 
 # ---- the origin: nginx, its own prefix under $T ----
-W=$T/nginx
-mkdir -p "$W/www" "$W/tmp" && chmod -R 755 "$W"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=$API" -addext "subjectAltName=DNS:$API,DNS:$PASS" \
-	-keyout "$W/key.pem" -out "$W/cert.pem" 2>/dev/null || die "openssl could not make the origin's cert"
-chmod 600 "$W/key.pem"
-chmod 644 "$W/cert.pem"
-# A model API's reply, about 300 bytes.
-"$PY" - "$W/www/small.json" <<'PY'
-import json, sys
-d = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench-1",
-     "content": [{"type": "text", "text": ""}], "stop_reason": "end_turn",
-     "usage": {"input_tokens": 12, "output_tokens": 34}}
-base = len(json.dumps(d, separators=(",", ":"))) + 1
-d["content"][0]["text"] = "x" * (300 - base)
-open(sys.argv[1], "w").write(json.dumps(d, separators=(",", ":")) + "\n")
-PY
+bench_origin_files "$API" "$PASS"
 head -c 1048576 /dev/urandom >"$W/www/big.bin"
 chmod 644 "$W/www/"*
 SECRET=bench-secret-0123456789

@@ -85,6 +85,7 @@ if [ -n "$missing" ]; then
 fi
 
 . "$here/../tests/integration/world.sh"
+. "$here/lib.sh"
 
 gw_pid=
 cleanup() {
@@ -117,37 +118,11 @@ for ns in "$WORLD_HOST" "$WORLD_NET"; do
 		die "could not set the port range in $ns"
 done
 
-# ---- the resolver: the bench's name, nothing else ----
-# dnsmasq answers its own address= records with TTL 0 unless told: give them
-# a real record's lifetime, so sluice's and squid's resolver caches count.
-cat >"$T/dnsmasq.conf" <<EOF
-local-ttl=300
-no-resolv
-no-hosts
-listen-address=$O
-bind-interfaces
-address=/$HOST/$O
-EOF
-world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+# ---- the resolver: the bench's names, nothing else ----
+bench_resolver "$HOST"
 
 # ---- the origin: nginx, its own prefix under $T ----
-W=$T/nginx
-mkdir -p "$W/www" "$W/tmp" && chmod -R 755 "$W"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-	-subj "/CN=$HOST" -addext "subjectAltName=DNS:$HOST" \
-	-keyout "$W/key.pem" -out "$W/cert.pem" 2>/dev/null || die "openssl could not make the origin's cert"
-chmod 600 "$W/key.pem"
-chmod 644 "$W/cert.pem"
-# A model API's reply, 300 bytes.
-"$PY" - "$W/www/small.json" <<'PY'
-import json, sys
-d = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench-1",
-     "content": [{"type": "text", "text": ""}], "stop_reason": "end_turn",
-     "usage": {"input_tokens": 12, "output_tokens": 34}}
-base = len(json.dumps(d, separators=(",", ":"))) + 1
-d["content"][0]["text"] = "x" * (300 - base)
-open(sys.argv[1], "w").write(json.dumps(d, separators=(",", ":")) + "\n")
-PY
+bench_origin_files "$HOST"
 BIG=$((256 * 1024 * 1024))
 truncate -s "$BIG" "$W/www/big.bin" # sparse: no disk, the page cache's zeros
 chmod 644 "$W/www/"*
