@@ -144,6 +144,24 @@ wait_for_text "$T/gw2.log" "proxy on"
 check "--gateway-user 4242: the gateway serves as uid 4242" "4242 4242 4242 4242" \
 	"$(status_of "$pid" Uid)"
 check "... and a request goes through" "200" "$(code 203.0.113.1:3130 http://denied.test/named)"
+# Its reader (the root child that reopens files) killed: a SIGHUP is
+# refused with the reason, and the gateway serves on with the policy it had.
+reader=
+for c in $(cat "/proc/$pid/task/$pid/children" 2>/dev/null); do
+	[ "$(status_of "$c" Uid)" = "0 0 0 0" ] && reader=$c
+done
+check "the control: the gateway has a reader of root's" "yes" "$([ -n "$reader" ] && echo yes)"
+[ -n "$reader" ] && kill -KILL "$reader"
+for _ in $(seq 50); do
+	case "$(status_of "$reader" State 2>/dev/null)" in Z* | "") break ;; esac
+	sleep 0.1
+done
+kill -HUP "$pid"
+wait_for_text "$T/gw2.log" "not reloaded" || notok "a reload without its reader is reported: $(cat "$T/gw2.log")"
+check_has "... saying the reader is gone" "asking the policy reader for $T/policy.yaml: it is gone" \
+	"$(cat "$T/gw2.log")"
+check "... and the gateway serves on, with its policy" "200 403" \
+	"$(code 203.0.113.1:3130 http://denied.test/after-reader) $(code 203.0.113.1:3130 http://allowed.test/after-reader)"
 kill -TERM "$pid"
 wait "$pid"
 world_forget "$pid"
