@@ -42,3 +42,36 @@ d["content"][0]["text"] = "x" * (300 - base)
 open(sys.argv[1], "w").write(json.dumps(d, separators=(",", ":")) + "\n")
 PY
 }
+
+# bench_squid SSL_PORTS [LINE]: squid as a forward proxy (plain HTTP and
+# CONNECT to SSL_PORTS, "443 8000"), no cache, on $G:3129 in the host
+# namespace, its files under S=$T/squid; LINE is added to its config.
+# Sets squid_pid.
+bench_squid() {
+	S=$T/squid
+	mkdir -p "$S"
+	getent passwd proxy >/dev/null && chown proxy: "$S"
+	cat >"$S/squid.conf" <<SQ
+http_port $G:3129
+visible_hostname sluice-bench
+dns_nameservers $O
+acl SSL_ports port $1
+acl CONNECT method CONNECT
+http_access deny CONNECT !SSL_ports
+http_access allow all
+cache deny all
+cache_mem 8 MB
+access_log stdio:$S/access.log
+cache_log $S/cache.log
+pid_filename $S/squid.pid
+coredump_dir $S
+netdb_filename none
+pinger_enable off
+logfile_rotate 0
+shutdown_lifetime 1 seconds
+${2:-}
+SQ
+	getent passwd proxy >/dev/null && echo "cache_effective_user proxy" >>"$S/squid.conf"
+	world_bg "$WORLD_HOST" "$SQUID" -N -f "$S/squid.conf"
+	squid_pid=$!
+}

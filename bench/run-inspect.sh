@@ -166,31 +166,7 @@ gw_pid=$!
 # ---- squid, a CONNECT-passthrough peer, if it is installed ----
 squid_port=
 if [ -n "$SQUID" ]; then
-	S=$T/squid
-	mkdir -p "$S"
-	getent passwd proxy >/dev/null && chown proxy: "$S"
-	cat >"$S/squid.conf" <<EOF
-http_port $G:3129
-visible_hostname sluice-bench
-dns_nameservers $O
-acl SSL_ports port 443
-acl CONNECT method CONNECT
-http_access deny CONNECT !SSL_ports
-http_access allow all
-cache deny all
-cache_mem 8 MB
-access_log stdio:$S/access.log
-cache_log $S/cache.log
-pid_filename $S/squid.pid
-coredump_dir $S
-netdb_filename none
-pinger_enable off
-logfile_rotate 0
-shutdown_lifetime 1 seconds
-EOF
-	getent passwd proxy >/dev/null && echo "cache_effective_user proxy" >>"$S/squid.conf"
-	world_bg "$WORLD_HOST" "$SQUID" -N -f "$S/squid.conf"
-	squid_pid=$!
+	bench_squid 443
 	squid_port=3129
 else
 	echo "squid not installed (apt-get install squid): its column is skipped"

@@ -187,32 +187,7 @@ gw_pid=$!
 # ---- squid: a forward proxy (plain HTTP and CONNECT), no cache ----
 squid_pid=
 if [ -n "$SQUID" ]; then
-	S=$T/squid
-	mkdir -p "$S"
-	getent passwd proxy >/dev/null && chown proxy: "$S"
-	cat >"$S/squid.conf" <<EOF
-http_port $G:3129
-visible_hostname sluice-bench
-dns_nameservers $O
-acl SSL_ports port 443 8000
-acl CONNECT method CONNECT
-http_access deny CONNECT !SSL_ports
-http_access allow all
-cache deny all
-cache_mem 8 MB
-access_log stdio:$S/access.log
-cache_log $S/cache.log
-pid_filename $S/squid.pid
-coredump_dir $S
-netdb_filename none
-pinger_enable off
-logfile_rotate 0
-shutdown_lifetime 1 seconds
-max_filedescriptors 16384
-EOF
-	getent passwd proxy >/dev/null && echo "cache_effective_user proxy" >>"$S/squid.conf"
-	world_bg "$WORLD_HOST" "$SQUID" -N -f "$S/squid.conf"
-	squid_pid=$!
+	bench_squid "443 8000" "max_filedescriptors 16384"
 else
 	echo "squid not installed (apt-get install squid): its column is skipped"
 fi
@@ -476,29 +451,30 @@ def ratio(b, w, k):
 proxied = [w for w in names if w != "direct"]
 print()
 row("", names)
+def per_cpu(kind):
+    return ["-"] + [
+        fmt(None if not res[(kind, w)] else statistics.median(
+            [r["req"] / r["cpu"] if r["cpu"] else float("inf") for r in res[(kind, w)]]), "%.0f")
+        for w in proxied]
+
+def conn_rows(kind):
+    row("  client conns per request", [fmt(med(kind, w, "client_conns"), "%.3f") for w in names])
+    row("  origin conns per request", [fmt(med(kind, w, "origin_conns"), "%.3f") for w in names])
+    row("  closed by the proxy, per request", [fmt(med(kind, w, "closed"), "%.3f") for w in names])
+
 row("keep-alive small GETs, req/s", [fmt(med("ka", w, "rps"), "%.0f") for w in names])
 row("  x direct", [fmt(ratio("ka", w, "rps"), "%.2f") for w in names])
-row("  requests per proxy CPU-second", ["-"] + [
-    fmt(None if not res[("ka", w)] else statistics.median(
-        [r["req"] / r["cpu"] if r["cpu"] else float("inf") for r in res[("ka", w)]]), "%.0f")
-    for w in proxied])
+row("  requests per proxy CPU-second", per_cpu("ka"))
 row("  p50 latency ms", [fmt(med("ka", w, "p50"), "%.2f") for w in names])
 row("  p50 x direct", [fmt(ratio("ka", w, "p50"), "%.1f") for w in names])
 row("  p99 latency ms", [fmt(med("ka", w, "p99"), "%.2f") for w in names])
 row("  p99 x direct", [fmt(ratio("ka", w, "p99"), "%.1f") for w in names])
-row("  client conns per request", [fmt(med("ka", w, "client_conns"), "%.3f") for w in names])
-row("  origin conns per request", [fmt(med("ka", w, "origin_conns"), "%.3f") for w in names])
-row("  closed by the proxy, per request", [fmt(med("ka", w, "closed"), "%.3f") for w in names])
+conn_rows("ka")
 row("new connection per request, req/s", [fmt(med("close", w, "rps"), "%.0f") for w in names])
 row("  x direct", [fmt(ratio("close", w, "rps"), "%.2f") for w in names])
-row("  requests per proxy CPU-second", ["-"] + [
-    fmt(None if not res[("close", w)] else statistics.median(
-        [r["req"] / r["cpu"] if r["cpu"] else float("inf") for r in res[("close", w)]]), "%.0f")
-    for w in proxied])
+row("  requests per proxy CPU-second", per_cpu("close"))
 row("  p99 latency ms", [fmt(med("close", w, "p99"), "%.2f") for w in names])
-row("  client conns per request", [fmt(med("close", w, "client_conns"), "%.3f") for w in names])
-row("  origin conns per request", [fmt(med("close", w, "origin_conns"), "%.3f") for w in names])
-row("  closed by the proxy, per request", [fmt(med("close", w, "closed"), "%.3f") for w in names])
+conn_rows("close")
 row("CONNECT tunnel, 256 MiB download, MB/s", [fmt(med("tunnel", w, "mbs"), "%.0f") for w in names])
 row("  x direct", [fmt(ratio("tunnel", w, "mbs"), "%.2f") for w in names])
 row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("tunnel", w)] else statistics.median(
