@@ -44,7 +44,7 @@
 #include "confine.h"
 #include "err.h"
 #include "gateway-reader.h"
-#include "gw-root.h"
+#include "gw-process.h"
 #include "gateway.h"
 #include "macro.h"
 #include "netns.h"

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "gw-root.h"
+#include "gw-process.h"
 #include "macro.h"
 #include "policy-file.h"
 #include "serve-internal.h"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "confine.h"
-#include "gw-root.h"
+#include "gw-process.h"
 #include "macro.h"
 #include "serve-internal.h"
 

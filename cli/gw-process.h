@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The gateway process's root directory (gw-root.c). */
+/* What the gateway process keeps of the process that started it, made
+ * ready before it is confined (gw-process.c): its root directory, stdio,
+ * environment and inherited fds. */
 #pragma once
 
 #include <stddef.h>

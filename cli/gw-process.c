@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The gateway process's root directory (gw-root.h), for `sluice gateway`
- * and for the gateway process of `run` and `attach` alike. */
+/* What the gateway process keeps of its starter (gw-process.h), for
+ * `sluice gateway` and for the gateway process of `run` and `attach` alike. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gw-root.h"
+#include "gw-process.h"
 #include "err.h"
 #include "macro.h"
 
