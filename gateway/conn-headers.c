@@ -58,7 +58,6 @@ bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_
 	static const char *const always[] = {
 	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
 	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
-	const struct sl_http_span *conn_hdr;
 	size_t i;
 
 	for (i = 0; i < ELEMENTSOF(always); i++)
@@ -70,21 +69,5 @@ bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_
 	if (sl_http_span_caseeq(name, "content-length") ||
 	    sl_http_span_caseeq(name, "transfer-encoding") || sl_http_span_caseeq(name, "host"))
 		return false;
-	conn_hdr = sl_http_header(r, "connection", NULL);
-	if (conn_hdr) {
-		const char *p = conn_hdr->p, *end = conn_hdr->p + conn_hdr->len;
-
-		while (p < end) {
-			const char *tok;
-
-			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			tok = p;
-			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-				p++;
-			if ((size_t)(p - tok) == name->len && !strncasecmp(tok, name->p, name->len))
-				return true;
-		}
-	}
-	return false;
+	return sl_http_header_has_token(r, "connection", name->p, name->len);
 }

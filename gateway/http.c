@@ -106,6 +106,31 @@ bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit)
 	return s->len == strlen(lit) && strncasecmp(s->p, lit, s->len) == 0;
 }
 
+bool sl_http_header_has_token(const struct sl_http_request *r, const char *name, const char *tok,
+			      size_t tok_len)
+{
+	for (size_t i = 0; i < r->n_headers; i++) {
+		const char *p, *end;
+
+		if (!sl_http_span_caseeq(&r->headers[i].name, name))
+			continue;
+		p = r->headers[i].value.p;
+		end = p + r->headers[i].value.len;
+		while (p < end) {
+			const char *t;
+
+			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+				p++;
+			t = p;
+			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+				p++;
+			if ((size_t)(p - t) == tok_len && !strncasecmp(t, tok, tok_len))
+				return true;
+		}
+	}
+	return false;
+}
+
 const struct sl_http_span *sl_http_header(const struct sl_http_request *r, const char *name,
 					  size_t *ret_count)
 {

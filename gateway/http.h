@@ -52,6 +52,11 @@ const struct sl_http_span *sl_http_header(const struct sl_http_request *r, const
 
 bool sl_http_span_eq(const struct sl_http_span *s, const char *lit);
 bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit);
+/* Does any header called name (case ignored; every one of them, not only
+ * the first) list tok[0..tok_len) in its comma-separated value, case
+ * ignored (Connection: keep-alive, Upgrade)? */
+bool sl_http_header_has_token(const struct sl_http_request *r, const char *name, const char *tok,
+			      size_t tok_len);
 
 /* Write "Name: value\r\n" at out (name+value+4 bytes, returned). A head
  * rebuilt this way can be longer than the one parsed ("Name:v\n" grows by

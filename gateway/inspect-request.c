@@ -19,32 +19,6 @@
 #include "inspect-internal.h"
 #include "reqhead.h"
 
-static bool header_has_token(const struct sl_http_request *h, const char *name, const char *tok)
-{
-	size_t i, tl = strlen(tok);
-
-	for (i = 0; i < h->n_headers; i++) {
-		const char *p, *end;
-
-		if (!sl_http_span_caseeq(&h->headers[i].name, name))
-			continue;
-		p = h->headers[i].value.p;
-		end = p + h->headers[i].value.len;
-		while (p < end) {
-			const char *t;
-
-			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			t = p;
-			while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-				p++;
-			if ((size_t)(p - t) == tl && !strncasecmp(t, tok, tl))
-				return true;
-		}
-	}
-	return false;
-}
-
 /* ---- requests ---- */
 
 /* The head we send upstream: the request line with the target that was
@@ -271,7 +245,7 @@ static int check_body_and_upgrade(struct insp *in, const struct sl_http_request 
 	in->head_req = sl_http_span_eq(&r->method, "HEAD");
 	up_hdr = sl_http_header(r, "upgrade", NULL);
 	in->ws_req = up_hdr && sl_http_span_caseeq(up_hdr, "websocket") &&
-		     sl_http_span_eq(&r->method, "GET") && header_has_token(r, "connection", "upgrade");
+		     sl_http_span_eq(&r->method, "GET") && sl_http_header_has_token(r, "connection", "upgrade", 7);
 	if (up_hdr && !in->ws_req) {
 		insp_respond(in, 400, "bad-request", "only websocket upgrades are relayed");
 		return -1;

@@ -525,6 +525,25 @@ static void test_response_strict(void **state)
 	assert_true(sl_http_response_begin(&r, cr_head, sizeof(cr_head) - 1, 4096, false, &h) < 0);
 }
 
+/* A token in a comma list, in any header of that name, whole words only. */
+static void test_header_token(void **state)
+{
+	int status = 0;
+	const char *why = NULL;
+
+	(void)state;
+	assert_true(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n"
+			  "connection: X-Trace ,Upgrade\r\nUpgrade: websocket\r\n\r\n",
+			  16384, &status, &why) > 0);
+	assert_true(sl_http_header_has_token(&req, "connection", "upgrade", 7));
+	assert_true(sl_http_header_has_token(&req, "Connection", "x-trace", 7));
+	assert_true(sl_http_header_has_token(&req, "connection", "keep-alive", 10));
+	assert_false(sl_http_header_has_token(&req, "connection", "upgr", 4));
+	assert_false(sl_http_header_has_token(&req, "connection", "websocket", 9));
+	assert_true(sl_http_header_has_token(&req, "upgrade", "WebSocket", 9));
+	assert_false(sl_http_header_has_token(&req, "te", "trailers", 8));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_length_body),
 		cmocka_unit_test(test_framing_heads),
 		cmocka_unit_test(test_response_strict),
+		cmocka_unit_test(test_header_token),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }
