@@ -51,20 +51,35 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 		((struct sockaddr_in6 *)&to)->sin6_port = htons(c->port);
 
 	conn_set_state(c, ST_CONNECTING);
-	r = uv_tcp_init(c->gw->loop, &c->upstream);
-	if (r < 0) {
+	/* A kept-alive connection for exactly this host, port and address
+	 * (conn-pool.h), where the way in may use one. */
+	c->up = c->handler->pooled && !c->retried
+			? conn_pool_take(c->gw, c, c->dec.host, c->port, (const struct sockaddr *)&to)
+			: NULL;
+	if (c->up) {
+		c->upstream_open = true;
+		c->open_handles++;
+		uv_timer_stop(&c->timer);
+		c->handler->connected(c);
+		return;
+	}
+	c->up = conn_up_new(c->gw, c);
+	if (!c->up) {
 		conn_respond_error(c, 502, "connect-failed", "cannot create a socket");
 		return;
 	}
-	c->upstream.data = c;
+	memcpy(&c->up->addr, &to, sizeof(to));
+	c->up->port = c->port;
+	c->up->gen = c->gw->pool_gen;
+	snprintf(c->up->host, sizeof(c->up->host), "%s", c->dec.host);
 	c->upstream_open = true;
 	/* Relayed writes go out as they come: a request head and its body
 	 * in two writes must not wait out the origin's delayed ACK. */
-	uv_tcp_nodelay(&c->upstream, 1);
+	uv_tcp_nodelay(&c->up->tcp, 1);
 	c->open_handles++;
 	c->connect_req.data = c;
 	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
-	r = uv_tcp_connect(&c->connect_req, &c->upstream, (const struct sockaddr *)&to, connected);
+	r = uv_tcp_connect(&c->connect_req, &c->up->tcp, (const struct sockaddr *)&to, connected);
 	if (r < 0) {
 		char msg[SL_HOST_BUF + 128];
 
@@ -72,6 +87,17 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 			 uv_strerror(r));
 		conn_respond_error(c, 502, "connect-failed", msg);
 	}
+}
+
+void conn_connect_again(struct conn *c)
+{
+	struct sockaddr_storage to;
+
+	memcpy(&to, &c->up->addr, sizeof(to));
+	conn_drop_upstream(c);
+	c->retried = true;
+	c->bytes_up = 0; /* counted again as it is sent again */
+	start_connect(c, (const struct sockaddr *)&to);
 }
 
 const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,

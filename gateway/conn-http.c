@@ -91,7 +91,18 @@ static int keep_pipelined(struct conn *c, const char *p, size_t n)
  * queued for the client is written. */
 static void end_exchange(struct conn *c)
 {
-	uv_read_stop((uv_stream_t *)&c->upstream);
+	/* The upstream goes to the pool only with nothing of this exchange
+	 * left on it either way: the request and its body all written (a
+	 * write's callback may still be due: conn.c's write_done lets it go
+	 * by), the response ended where its framing said with nothing after
+	 * it, and the origin keeps the connection. */
+	bool reuse = c->origin_keep_alive && c->resp.self_delimited && !c->up_dirty &&
+		     c->body_done && !uv_stream_get_write_queue_size(conn_upstream(c)) &&
+		     !c->upstream_eof && c->status != 101;
+
+	uv_read_stop(conn_upstream(c));
+	if (reuse)
+		(void)conn_release_upstream(c);
 	if (!c->body_done) {
 		/* The origin answered before the body was all here: the
 		 * exchange is over, and what the client still sends is the
@@ -104,10 +115,10 @@ static void end_exchange(struct conn *c)
 		conn_half_close(c, false);
 		return;
 	}
-	conn_set_state(c, ST_DONE); /* audited; nothing runs until the upstream is closed */
+	conn_set_state(c, ST_DONE); /* audited; the next request once the upstream is gone */
 	c->n_exchanges++;
 	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->upstream, conn_upstream_closed_next);
+	conn_next_after_upstream(c);
 }
 
 /* Headers the origin sent for its hop only: they must not reach the
@@ -209,6 +220,10 @@ static bool response_body(struct conn *c, const char *p, size_t n)
 		conn_close(c);
 		return false;
 	}
+	/* Bytes after the response's end: the origin frames otherwise than
+	 * we read it, so nothing more of that connection can be trusted. */
+	if (c->resp.done && (size_t)b < n)
+		c->up_dirty = true;
 	c->bytes_down += o.len;
 	if (o.len && conn_send_owned(c, true, o.p, o.len, false) < 0) {
 		conn_close(c);
@@ -270,6 +285,7 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 			 * be read as the next request's head. Close, and say so. */
 			c->keep_alive = c->client_keep_alive && c->resp.self_delimited &&
 					c->status != 101 && c->body_done;
+			c->origin_keep_alive = h.keep_alive;
 			if (forward_response_head(c, c->rbuf, &h) < 0) {
 				conn_close(c);
 				return false;
@@ -290,8 +306,9 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 	return response_body(c, p, n);
 }
 
-/* The head we send to the origin: origin-form target, the client's end-to-
- * end headers, and "Connection: close" so the origin ends the exchange. */
+/* The head we send to the origin: origin-form target and the client's end-
+ * to-end headers. No Connection header: HTTP/1.1's default, keep-alive, is
+ * what lets the connection go to the pool (conn-pool.h) afterwards. */
 static int build_forward_head(struct conn *c, const struct sl_http_request *r, char **ret,
 			      size_t *ret_len)
 {
@@ -333,12 +350,12 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 		}
 		len += (size_t)n;
 	}
-	if (len + 21 >= cap) {
+	if (len + 2 >= cap) {
 		free(out);
 		return -E2BIG;
 	}
-	memcpy(out + len, "Connection: close\r\n\r\n", 21);
-	len += 21;
+	memcpy(out + len, "\r\n", 2);
+	len += 2;
 	*ret = out;
 	*ret_len = len;
 	return 0;
@@ -347,10 +364,18 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 /* Plain HTTP: bytes (or the end) from the origin. */
 static void http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
 {
-	uv_stream_t *s = (uv_stream_t *)&c->upstream;
+	uv_stream_t *s = conn_upstream(c);
 
 	if (nread < 0) {
 		free(buf->base);
+		if (c->retry_ok && !c->rlen && !c->resp_head_done) {
+			/* The pooled connection was closed before any answer:
+			 * the origin never read this request, or it may read it
+			 * again without harm. Once, on a new connection. */
+			c->retry_ok = false;
+			conn_connect_again(c);
+			return;
+		}
 		c->upstream_eof = true;
 		uv_read_stop(s);
 		if (!c->resp_head_done) {
@@ -368,10 +393,25 @@ static void http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *bu
 		return;
 	}
 	uv_timer_again(&c->timer);
+	if (c->retry_ok) {
+		/* An answer began: the request is not sent again. */
+		c->retry_ok = false;
+		free(c->buf);
+		c->buf = NULL;
+		c->len = 0;
+	}
 	(void)response_bytes(c, buf->base, (size_t)nread);
 	free(buf->base);
 	if (c->state == ST_RELAY)
 		conn_maybe_pause(c, false);
+}
+
+/* RFC 9110 9.2.2 */
+static bool idempotent(const struct sl_http_span *m)
+{
+	return sl_http_span_eq(m, "GET") || sl_http_span_eq(m, "HEAD") ||
+	       sl_http_span_eq(m, "OPTIONS") || sl_http_span_eq(m, "TRACE") ||
+	       sl_http_span_eq(m, "PUT") || sl_http_span_eq(m, "DELETE");
 }
 
 static void http_connected(struct conn *c)
@@ -418,9 +458,15 @@ static void http_connected(struct conn *c)
 	}
 	c->head_request = sl_http_span_eq(&r.method, "HEAD");
 	c->client_keep_alive = r.keep_alive;
-	free(c->buf);
-	c->buf = NULL;
-	c->len = 0;
+	/* On a pooled connection, an idempotent request with no body keeps
+	 * its head, to be sent once more should that connection turn out
+	 * closed by its origin before it answers (http_upstream_read). */
+	c->retry_ok = c->up->reused && !c->retried && !rest && c->body_done && idempotent(&r.method);
+	if (!c->retry_ok) {
+		free(c->buf);
+		c->buf = NULL;
+		c->len = 0;
+	}
 	conn_start_relay(c);
 }
 
@@ -634,6 +680,7 @@ static bool http_client_bytes(struct conn *c, char *p, size_t n)
 
 const struct conn_handler conn_http_handler = {
 	.name = "http",
+	.pooled = true,
 	.start = http_start,
 	.head = http_head,
 	.decided = http_decided,

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "conn-pool.h"
 #include "conn-state.h"
 #include "gateway-internal.h"
 #include "http.h"
@@ -64,7 +65,9 @@ struct conn {
 	enum conn_way way_in;		 /* the one that reads the next request */
 
 	uv_tcp_t client;
-	uv_tcp_t upstream;
+	/* The upstream: c's own while upstream_open (a handle counted in
+	 * open_handles), from the pool or connected anew (conn-pool.h). */
+	struct conn_up *up;
 	uv_timer_t timer;
 	uv_connect_t connect_req;
 	uv_shutdown_t shutdown_client, shutdown_upstream;
@@ -118,6 +121,15 @@ struct conn {
 	char *pipelined;	/* client bytes after this request's body */
 	size_t pipelined_len;
 	unsigned n_exchanges; /* finished and audited on this connection */
+	/* The upstream's side of keep-alive (conn-pool.h): the origin keeps
+	 * the connection; it sent bytes beyond the response (never reused);
+	 * the request can be sent again on a new connection should a pooled
+	 * one turn out closed (idempotent, no body: c->buf kept for it); it
+	 * was. */
+	bool origin_keep_alive;
+	bool up_dirty;
+	bool retry_ok;
+	bool retried;
 	bool audited;
 
 	/* A CONNECT tunnel that carries plain HTTP: every request in it must
@@ -146,6 +158,8 @@ struct insp;
  */
 struct conn_handler {
 	const char *name;
+	/* Its upstreams may come from and go to the pool (conn-pool.h). */
+	bool pooled;
 	/* c is this handler's from now on: accepted (the way in), or handed
 	 * over (conn_hand_to). */
 	void (*start)(struct conn *c);
@@ -177,6 +191,11 @@ extern const struct conn_handler conn_capture_handler;
 extern const struct conn_handler conn_inspect_handler;
 
 /* ---- conn.c: the core ---- */
+
+static inline uv_stream_t *conn_upstream(struct conn *c)
+{
+	return (uv_stream_t *)&c->up->tcp;
+}
 
 /* Every change of c->state: aborts on one the table (conn-state.c) does
  * not allow. Entering DONE (an exchange over, the connection kept) or
@@ -212,9 +231,16 @@ void conn_process_head(struct conn *c);
 /* A kept-alive exchange is over and its upstream closed: read, decide and
  * go on with the next request (c->pipelined first), by c's way in. */
 void conn_next_request(struct conn *c);
-/* The close callback of an exchange's upstream handle: then the next
- * request (conn_next_request), unless the connection is closing. */
-void conn_upstream_closed_next(uv_handle_t *h);
+/* The exchange's upstream connection ended cleanly: into the pool
+ * (conn-pool.h), no longer c's; false when the pool will not have it. */
+bool conn_release_upstream(struct conn *c);
+/* The next request on c (conn_next_request), once its upstream is gone:
+ * closed first, unless released. */
+void conn_next_after_upstream(struct conn *c);
+/* Close c's upstream and let go of it at once (c->up NULL): a retry
+ * connects another. Its writes still in flight are called back for
+ * nothing. */
+void conn_drop_upstream(struct conn *c);
 const char *conn_status_text(int status);
 /* The gateway's own answer: status, a one-line plain-text reason, and
  * Connection: close. Its length (*ret malloc'd), or -1. */
@@ -224,6 +250,9 @@ int conn_error_response(int status, const char *why, char **ret);
 
 void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
 			size_t path_len);
+/* Connect again to the address c's upstream has, on a new connection
+ * (the pooled one was closed under the request), once per exchange. */
+void conn_connect_again(struct conn *c);
 /* The first of a's addresses the policy lets us reach (never the gateway
  * host's own, never a special range the policy does not list); NULL with
  * *ret_refused saying why the last one was refused. */

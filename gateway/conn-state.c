@@ -26,8 +26,9 @@ static const bool allowed[ST_COUNT][ST_COUNT] = {
 	/* A hello for the right host: relay or inspect; plain HTTP in the
 	 * tunnel: the CONNECT's exchange is done, its requests follow. */
 	[ST_PEEK] = {T(ST_RELAY), T(ST_INSPECT), T(ST_DONE), T(ST_RESPONDING), T(ST_CLOSING)},
-	/* Kept alive: done; a broken response or body: answered. */
-	[ST_RELAY] = {T(ST_DONE), T(ST_RESPONDING), T(ST_CLOSING)},
+	/* Kept alive: done; a broken response or body: answered; a pooled
+	 * upstream found closed before it answered: connect again, once. */
+	[ST_RELAY] = {T(ST_DONE), T(ST_RESPONDING), T(ST_CONNECTING), T(ST_CLOSING)},
 	/* inspect.c runs its exchanges inside; it leaves only by closing. */
 	[ST_INSPECT] = {T(ST_CLOSING)},
 	[ST_RESPONDING] = {T(ST_CLOSING)},

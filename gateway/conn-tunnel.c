@@ -59,11 +59,7 @@ static void tunnel_to_http(struct conn *c)
 	c->pipelined_len = c->len;
 	c->buf = NULL;
 	c->len = 0;
-	if (c->upstream_open) {
-		uv_close((uv_handle_t *)&c->upstream, conn_upstream_closed_next);
-		return;
-	}
-	conn_next_request(c);
+	conn_next_after_upstream(c);
 }
 
 /* Refuse what the client sent first through the tunnel, and why. */

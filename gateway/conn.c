@@ -140,6 +140,41 @@ static void close_handle(struct conn *c, uv_handle_t *h)
 		uv_close(h, handle_closed);
 }
 
+/* An upstream handle of c's has closed: freed, and no longer c's. */
+static struct conn *up_closed(uv_handle_t *h)
+{
+	struct conn_up *up = container_of((uv_tcp_t *)h, struct conn_up, tcp);
+	struct conn *c = up->c;
+
+	if (c->up == up) {
+		c->up = NULL;
+		c->upstream_open = false;
+	}
+	conn_up_free(up);
+	return c;
+}
+
+static void upstream_closed(uv_handle_t *h)
+{
+	struct conn *c = up_closed(h);
+
+	if (--c->open_handles == 0)
+		conn_last_handle_closed(c);
+}
+
+static void close_upstream(struct conn *c)
+{
+	if (c->upstream_open && !uv_is_closing((uv_handle_t *)&c->up->tcp))
+		uv_close((uv_handle_t *)&c->up->tcp, upstream_closed);
+}
+
+void conn_drop_upstream(struct conn *c)
+{
+	close_upstream(c);
+	c->up = NULL;
+	c->upstream_open = false;
+}
+
 void conn_close(struct conn *c)
 {
 	if (c->state == ST_CLOSING)
@@ -152,8 +187,7 @@ void conn_close(struct conn *c)
 		c->handler->close(c);
 	close_handle(c, (uv_handle_t *)&c->timer);
 	close_handle(c, (uv_handle_t *)&c->client);
-	if (c->upstream_open)
-		close_handle(c, (uv_handle_t *)&c->upstream);
+	close_upstream(c);
 	if (c->body_active)
 		sl_http_body_done(&c->body);
 	c->body_active = false;
@@ -164,6 +198,7 @@ void conn_close(struct conn *c)
 struct wreq {
 	uv_write_t req;
 	struct conn *c;
+	struct conn_up *up; /* written to this upstream; NULL: to the client */
 	char *data; /* owned: freed when written */
 	bool to_client;
 	bool close_after;
@@ -177,9 +212,25 @@ static void write_done(uv_write_t *req, int status)
 	bool to_client = w->to_client;
 
 	free(w->data);
+	/* Written to an upstream c has let go of (to the pool, where another
+	 * connection may have taken it since, or dropped for a retry): c may
+	 * be gone, and it is nothing of c's exchange anyway. */
+	if (w->up && (w->up->c != c || c->up != w->up)) {
+		free(w);
+		return;
+	}
 	free(w);
 	if (c->state == ST_CLOSING)
 		return;
+	/* An upstream taken from the pool may have been closed by its
+	 * origin in the meantime: the handler may send the request again
+	 * (conn-http.c), as it does when the read says so. */
+	if (status < 0 && !to_client && c->up->reused && c->handler->upstream_read) {
+		uv_buf_t none = uv_buf_init(NULL, 0);
+
+		c->handler->upstream_read(c, status, &none);
+		return;
+	}
 	if (status < 0 || close_after) {
 		conn_close(c);
 		return;
@@ -195,7 +246,7 @@ static void write_done(uv_write_t *req, int status)
 /* Queue data (owned, malloc'd) to the client or the upstream. */
 int conn_send_owned(struct conn *c, bool to_client, char *data, size_t len, bool close_after)
 {
-	uv_stream_t *dst = to_client ? (uv_stream_t *)&c->client : (uv_stream_t *)&c->upstream;
+	uv_stream_t *dst = to_client ? (uv_stream_t *)&c->client : conn_upstream(c);
 	struct wreq *w = calloc(1, sizeof(*w));
 	uv_buf_t b = uv_buf_init(data, (unsigned)len);
 	int r;
@@ -208,6 +259,8 @@ int conn_send_owned(struct conn *c, bool to_client, char *data, size_t len, bool
 	w->data = data;
 	w->to_client = to_client;
 	w->close_after = close_after;
+	if (!to_client)
+		w->up = c->up;
 	r = uv_write(&w->req, dst, &b, 1, write_done);
 	if (r < 0) {
 		free(data);
@@ -295,8 +348,7 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 	sl_gw_resolve_cancel(c->rreq);
 	c->rreq = NULL;
 	uv_read_stop((uv_stream_t *)&c->client);
-	if (c->upstream_open)
-		close_handle(c, (uv_handle_t *)&c->upstream);
+	close_upstream(c);
 	n = conn_error_response(status, why, &msg);
 	if (n < 0 || conn_send_owned(c, true, msg, (size_t)n, true) < 0)
 		conn_close(c);
@@ -375,7 +427,7 @@ int conn_buf_append(struct conn *c, const uv_buf_t *buf, size_t n)
 
 static void resume_reading(struct conn *c, bool client)
 {
-	uv_stream_t *dst = client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
+	uv_stream_t *dst = client ? conn_upstream(c) : (uv_stream_t *)&c->client;
 
 	if (c->state != ST_RELAY)
 		return;
@@ -386,7 +438,7 @@ static void resume_reading(struct conn *c, bool client)
 		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
 	} else if (!client && c->upstream_paused && !c->upstream_eof) {
 		c->upstream_paused = false;
-		uv_read_start((uv_stream_t *)&c->upstream, conn_alloc_cb, relay_upstream_read);
+		uv_read_start(conn_upstream(c), conn_alloc_cb, relay_upstream_read);
 	}
 }
 
@@ -394,7 +446,7 @@ static void resume_reading(struct conn *c, bool client)
  * reader stalls its writer instead of growing our memory. */
 void conn_maybe_pause(struct conn *c, bool client)
 {
-	uv_stream_t *dst = client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
+	uv_stream_t *dst = client ? conn_upstream(c) : (uv_stream_t *)&c->client;
 
 	if (uv_stream_get_write_queue_size(dst) <= c->gw->cfg.max_buffered_bytes)
 		return;
@@ -403,7 +455,7 @@ void conn_maybe_pause(struct conn *c, bool client)
 		uv_read_stop((uv_stream_t *)&c->client);
 	} else {
 		c->upstream_paused = true;
-		uv_read_stop((uv_stream_t *)&c->upstream);
+		uv_read_stop(conn_upstream(c));
 	}
 }
 
@@ -421,7 +473,7 @@ static void shutdown_done(uv_shutdown_t *req, int status)
 void conn_half_close(struct conn *c, bool from_client)
 {
 	uv_shutdown_t *req = from_client ? &c->shutdown_upstream : &c->shutdown_client;
-	uv_stream_t *dst = from_client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
+	uv_stream_t *dst = from_client ? conn_upstream(c) : (uv_stream_t *)&c->client;
 
 	req->data = c;
 	if (uv_shutdown(req, dst, shutdown_done) < 0)
@@ -509,7 +561,7 @@ void conn_start_relay(struct conn *c)
 		       c->gw->cfg.idle_timeout_ms);
 	if (!c->body_done)
 		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
-	uv_read_start((uv_stream_t *)&c->upstream, conn_alloc_cb, relay_upstream_read);
+	uv_read_start(conn_upstream(c), conn_alloc_cb, relay_upstream_read);
 }
 
 /* ---- the request head ---- */
@@ -582,6 +634,7 @@ static void reset_exchange(struct conn *c)
 	c->start_wall_ms = sl_audit_now_ms();
 	c->start_loop_ms = uv_now(c->gw->loop);
 	c->body_active = c->body_done = false;
+	c->origin_keep_alive = c->up_dirty = c->retry_ok = c->retried = false;
 	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
 	c->client_eof = c->upstream_eof = false;
 	c->client_paused = c->upstream_paused = false;
@@ -615,16 +668,34 @@ void conn_next_request(struct conn *c)
 
 /* A kept-alive exchange's upstream connection is closed: the next request
  * on the client's connection may begin (it needs the handle again). */
-void conn_upstream_closed_next(uv_handle_t *h)
+static void upstream_closed_next(uv_handle_t *h)
 {
-	struct conn *c = h->data;
+	struct conn *c = up_closed(h);
 
-	c->upstream_open = false;
 	if (--c->open_handles == 0) {
 		conn_last_handle_closed(c);
 		return;
 	}
 	if (c->state != ST_CLOSING)
+		conn_next_request(c);
+}
+
+bool conn_release_upstream(struct conn *c)
+{
+	if (!c->upstream_open || !conn_pool_put(c->up))
+		return false;
+	/* The pool's now; the handle stays open. */
+	c->up = NULL;
+	c->upstream_open = false;
+	c->open_handles--;
+	return true;
+}
+
+void conn_next_after_upstream(struct conn *c)
+{
+	if (c->upstream_open)
+		uv_close((uv_handle_t *)&c->up->tcp, upstream_closed_next);
+	else
 		conn_next_request(c);
 }
 
@@ -648,104 +719,3 @@ void conn_set_way_in(struct conn *c, enum conn_way way)
 {
 	c->way_in = way;
 }
-
-/* ---- accept ---- */
-
-static struct conn *conn_new(struct sl_gw *gw, enum conn_way way)
-{
-	struct conn *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	c->gw = gw;
-	c->way_in = way;
-	c->handler = gw->conn_ways[way];
-	c->start_wall_ms = sl_audit_now_ms();
-	c->start_loop_ms = uv_now(gw->loop);
-	uv_tcp_init(gw->loop, &c->client);
-	c->client.data = c;
-	uv_timer_init(gw->loop, &c->timer);
-	c->timer.data = c;
-	c->open_handles = 2;
-	c->pol = sl_gw_policy_ref(gw->policy);
-	c->next = gw->conns;
-	if (gw->conns)
-		gw->conns->prev = c;
-	gw->conns = c;
-	gw->n_conns++;
-	return c;
-}
-
-/* The client's "ADDR:PORT" (IPv6 in brackets) into c->client_addr, and
- * its address into *peer (AF_UNSPEC when the kernel cannot say). */
-static void peer_name(struct conn *c, struct sockaddr_storage *peer)
-{
-	int peer_len = sizeof(*peer);
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	peer->ss_family = AF_UNSPEC;
-	if (uv_tcp_getpeername(&c->client, (struct sockaddr *)peer, &peer_len) != 0)
-		return;
-	if (peer->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((struct sockaddr_in *)peer)->sin_addr, ip, sizeof(ip));
-		snprintf(c->client_addr, sizeof(c->client_addr), "%s:%u", ip,
-			 ntohs(((struct sockaddr_in *)peer)->sin_port));
-	} else {
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)peer)->sin6_addr, ip, sizeof(ip));
-		snprintf(c->client_addr, sizeof(c->client_addr), "[%s]:%u", ip,
-			 ntohs(((struct sockaddr_in6 *)peer)->sin6_port));
-	}
-}
-
-void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured)
-{
-	struct sockaddr_storage peer;
-	struct conn *c = conn_new(gw, captured ? CONN_CAPTURE : CONN_HTTP);
-
-	if (!c)
-		return;
-	if (uv_accept(server, (uv_stream_t *)&c->client) < 0) {
-		c->refused = true;
-		c->reason = "accept-failed";
-		conn_close(c);
-		return;
-	}
-	peer_name(c, &peer);
-	/* Only the sandbox is served: another uid on the host, or a
-	 * neighbour that routes the pool here, would have the operator's
-	 * credentials injected for it. The host's rules drop such peers
-	 * before they get here; this holds if those rules are gone. Closed
-	 * without a word, audited (rate-limited) as one record. */
-	if (!captured && !sl_gw_peer_allowed(gw, peer.ss_family == AF_UNSPEC
-							 ? NULL
-							 : (const struct sockaddr *)&peer)) {
-		sl_gw_audit_refused_peer(gw, "connect", c->client_addr[0] ? c->client_addr : "?");
-		conn_close_unaudited(c);
-		return;
-	}
-	/* The audit log cannot be written: nothing new is decided. Closed at
-	 * once, with no record (there is nowhere to write it). */
-	if (!sl_gw_audit_ok(gw)) {
-		conn_close_unaudited(c);
-		return;
-	}
-	if (gw->n_conns > gw->cfg.max_connections) {
-		conn_respond_error(c, 503, "too-many-connections",
-				   "too many connections from this sandbox");
-		return;
-	}
-	uv_tcp_nodelay(&c->client, 1);
-	conn_set_state(c, ST_HEAD);
-	c->handler->start(c);
-}
-
-void sl_gw_conn_close_all(struct sl_gw *gw)
-{
-	struct conn *c, *next;
-
-	for (c = gw->conns; c; c = next) {
-		next = c->next;
-		conn_close(c);
-	}
-}
-

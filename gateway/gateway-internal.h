@@ -15,6 +15,7 @@ struct sl_gw_policy {
 };
 
 struct conn;
+struct conn_up;
 
 struct sl_gw {
 	uv_loop_t *loop;
@@ -62,6 +63,14 @@ struct sl_gw {
 	/* The connections' handlers, by enum conn_way (conn-internal.h),
 	 * registered by gateway.c: the core that calls them names none. */
 	const struct conn_handler *conn_ways[4];
+	/* conn-pool.c: plain HTTP's idle upstream connections (newest
+	 * first), how many, every upstream handle allocated, owned or not;
+	 * the generation a reload moves on. */
+	struct conn_up *pool;
+	unsigned n_pool, n_ups;
+	uint64_t pool_gen;
+	uv_timer_t pool_timer;
+	bool pool_timer_open;
 };
 
 /* gw-core.c: what every part of the gateway shares, calling none of them. */

@@ -150,6 +150,7 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		free(gw);
 		return r;
 	}
+	conn_pool_init(gw);
 	uv_timer_init(loop, &gw->fail_timer);
 	gw->fail_timer.data = gw;
 	gw->fail_timer_open = true;
@@ -217,6 +218,7 @@ void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p)
 	/* Kept-alive origin connections were chosen under the old policy
 	 * (its private ranges): start afresh. */
 	sl_gw_tls_flush_pool(gw);
+	conn_pool_flush(gw);
 	/* Interfaces may have changed as well. */
 	(void)sl_gw_local_load(gw);
 }
@@ -237,7 +239,7 @@ static void proxy_closed(uv_handle_t *h)
 static void gw_maybe_free(struct sl_gw *gw)
 {
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->nl_open || gw->conns ||
-	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw) || gw->fail_timer_open)
+	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw) || gw->fail_timer_open || conn_pool_busy(gw))
 		return;
 	/* What the last window kept out of the log is said at the end. */
 	if (gw->refused_suppressed && gw->audit)
@@ -265,6 +267,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 	sl_gw_budget_stop(gw);
 	sl_gw_conn_close_all(gw);
 	sl_gw_tls_flush_pool(gw);
+	conn_pool_close(gw);
 	sl_gw_dns_close(gw);
 	if (gw->capture_open && !uv_is_closing((uv_handle_t *)&gw->capture))
 		uv_close((uv_handle_t *)&gw->capture, proxy_closed);

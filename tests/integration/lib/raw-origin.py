@@ -14,6 +14,15 @@
 #                reading the body; keep the connection alive and go on
 #                reading (every further byte is logged, and parsed as the
 #                next request the way a careless origin would)
+#        drop2   like full, but the second request on a connection is
+#                logged ("dropped") and the connection closed unanswered:
+#                a kept-alive connection its origin closed under a request
+#        trail   like full, but each answer is followed, in the same write,
+#                by a second, unasked-for answer ("EVIL")
+#        chatty  like full, then 0.2 s after each answer an unasked-for
+#                answer ("EVIL") on the idle connection, logged ("chatty")
+#                once sent
+#        headbody like full, but a HEAD is answered with a body ("EVIL")
 # Logs, in LOGDIR:
 #   conn-N.bin     every byte connection N received, as it came
 #   requests.log   one line per request read:
@@ -57,6 +66,7 @@ class Conn:
     def __init__(self, sock, n, port):
         self.sock, self.n, self.port = sock, n, port
         self.buf = b""
+        self.served = 0
         self.log = open(os.path.join(logdir, "conn-%d.bin" % n), "ab", buffering=0)
 
     def fill(self):
@@ -136,10 +146,28 @@ class Conn:
                 log_request("conn=%d port=%s %s %s bad=framing" % (self.n, self.port, method, target))
                 return
             digest = hashlib.sha256(body).hexdigest()
+            self.served += 1
+            if mode == "drop2" and self.served == 2:
+                log_request("conn=%d port=%s %s %s dropped" % (self.n, self.port, method, target))
+                return
             log_request(
                 "conn=%d port=%s %s %s body=%d sha256=%s"
                 % (self.n, self.port, method, target, len(body), digest)
             )
+            evil = b"HTTP/1.1 200 X\r\nContent-Length: 4\r\n\r\nEVIL"
+            ok = b"raw-origin ok " + digest.encode()
+            if mode == "trail":
+                self.sock.sendall(b"HTTP/1.1 200 X\r\nContent-Length: %d\r\n\r\n%s%s" % (len(ok), ok, evil))
+                continue
+            if mode == "headbody" and method == "HEAD":
+                self.sock.sendall(b"HTTP/1.1 200 X\r\nContent-Length: 4\r\n\r\nEVIL")
+                continue
+            if mode == "chatty":
+                self.answer(200, ok)
+                threading.Event().wait(0.2)
+                self.sock.sendall(evil)
+                log_request("conn=%d port=%s chatty" % (self.n, self.port))
+                continue
             if mode == "chunky":
                 self.sock.sendall(
                     b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked\r\n\r\n"
