@@ -36,7 +36,9 @@
 # With STRACE=1 it then runs one more keep-alive wrk run through sluice
 # with `strace -c -f` attached to the gateway, and prints its system calls
 # per request (strace slows the gateway down; the counts per request are
-# what it is for, not the time).
+# what it is for, not the time). With PERF=1, one more under `perf record
+# -g`, and where the gateway's CPU went (perf report, self time by
+# symbol).
 #
 # Runs as root, in namespaces it creates and removes; no packet leaves
 # loopback and TEST-NET. Every process is started and stopped by its pid.
@@ -44,7 +46,8 @@
 # Usage: bench/run-peers.sh [PATH-TO-SLUICE]
 # Environment: DURATION (seconds per wrk run, default 5), REPS (default 3),
 # CONNS (wrk connections, default 50), THREADS (wrk threads, default: the
-# CPUs), STRACE (1: profile sluice's keep-alive run), STARTUP_N (default 20).
+# CPUs), STRACE (1: count sluice's system calls in a keep-alive run), PERF (1:
+# profile one with perf), STARTUP_N (default 20).
 # Exit: 0 ran, 1 setup or a run failed, 77 skipped (not root, or wrk, nginx,
 # curl or python3 missing; squid and tinyproxy only lose their column).
 set -u
@@ -55,13 +58,14 @@ REPS=${REPS:-3}
 CONNS=${CONNS:-50}
 THREADS=${THREADS:-$(nproc)}
 STRACE=${STRACE:-0}
+PERF=${PERF:-0}
 STARTUP_N=${STARTUP_N:-20}
 PY=/usr/bin/python3
 me=run-peers.sh
 [ "$(id -u)" = 0 ] || { echo "$me: needs root" >&2; exit 77; }
 [ -x "$SLUICE" ] || { echo "$me: no sluice at $SLUICE" >&2; exit 1; }
-case "$DURATION$REPS$CONNS$THREADS$STRACE$STARTUP_N" in
-*[!0-9]*) echo "$me: DURATION, REPS, CONNS, THREADS, STRACE and STARTUP_N are numbers" >&2; exit 1 ;;
+case "$DURATION$REPS$CONNS$THREADS$STRACE$PERF$STARTUP_N" in
+*[!0-9]*) echo "$me: DURATION, REPS, CONNS, THREADS, STRACE, PERF and STARTUP_N are numbers" >&2; exit 1 ;;
 esac
 if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 600 ] || [ "$REPS" -lt 1 ] || [ "$REPS" -gt 50 ] ||
 	[ "$CONNS" -lt 1 ] || [ "$CONNS" -gt 400 ] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNS" ]; then
@@ -78,6 +82,7 @@ missing=
 command -v curl >/dev/null || missing="$missing curl"
 [ -x "$PY" ] || missing="$missing python3"
 if [ "$STRACE" = 1 ] && ! command -v strace >/dev/null; then missing="$missing strace"; fi
+if [ "$PERF" = 1 ] && ! command -v perf >/dev/null; then missing="$missing linux-perf"; fi
 if [ -n "$missing" ]; then
 	echo "$me: missing:$missing; install with" >&2
 	echo "  apt-get install$missing    (squid and tinyproxy for their columns)" >&2
@@ -272,7 +277,7 @@ cat >"$T/driver.py" <<'PY'
 import os, re, statistics, subprocess, sys, time, urllib.request
 
 (wrk, o, g, host, cert, duration, reps, conns, threads, big, tmp,
- gw_pid, squid_pid, tiny_pid, strace) = sys.argv[1:16]
+ gw_pid, squid_pid, tiny_pid, strace, perf) = sys.argv[1:17]
 duration, reps, conns, threads, big = int(duration), int(reps), int(conns), int(threads), int(big)
 HZ = os.sysconf("SC_CLK_TCK")
 NOPROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # whatever http_proxy says
@@ -522,6 +527,41 @@ if strace == "1":
             print("  %-16s %7.2f%s" % (name, calls / r["req"],
                   "  (%.2f failed)" % (errors / r["req"]) if errors else ""))
         print("  %-16s %7.2f" % ("all", sum(c for c, _, _ in rows) / r["req"]))
+if perf == "1":
+    # The gateway and its children (standalone: the root reader's child
+    # is the confined gateway, where the time goes).
+    pids = [gw_pid]
+    for p in list(pids):
+        try:
+            pids += open("/proc/%s/task/%s/children" % (p, p)).read().split()
+        except OSError:
+            pass
+    data = os.path.join(tmp, "perf.data")
+    pr = subprocess.Popen(["perf", "record", "-q", "-g", "-o", data, "-p", ",".join(pids)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    try:
+        r = wrk_run(ways[1], False)
+    except Failed as e:
+        r = None
+        failed.append("perf run: %s" % e)
+    pr.send_signal(2)
+    pr.wait(timeout=60)
+    if r:
+        print()
+        print("sluice, keep-alive, under perf record -g: where its CPU goes (self, top 30):")
+        rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--stdio", "-g", "none",
+                              "--percent-limit", "0.7", "--sort", "dso,symbol"],
+                             capture_output=True, text=True)
+        for line in rep.stdout.splitlines():
+            if line.strip() and not line.startswith("#"):
+                print("  " + line.strip())
+        print("... by where the code is:")
+        rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--stdio", "-g", "none",
+                              "--sort", "dso"], capture_output=True, text=True)
+        for line in rep.stdout.splitlines():
+            if line.strip() and not line.startswith("#"):
+                print("  " + line.strip())
 if failed:
     print()
     print("%d run(s) failed: their figures are left out (FAILED where none was left):" % len(failed))
@@ -533,7 +573,7 @@ chmod 644 "$T/driver.py"
 
 # Bounded: every wrk run and download has a timeout, the whole driver 30 min.
 world_host timeout 1800 "$PY" "$T/driver.py" "$WRK" "$O" "$G" "$HOST" "$W/cert.pem" "$DURATION" \
-	"$REPS" "$CONNS" "$THREADS" "$BIG" "$T" "$gw_pid" "$squid_pid" "$tiny_pid" "$STRACE"
+	"$REPS" "$CONNS" "$THREADS" "$BIG" "$T" "$gw_pid" "$squid_pid" "$tiny_pid" "$STRACE" "$PERF"
 rc=$?
 kill -0 "$gw_pid" 2>/dev/null || die "sluice gateway exited: $(tail -n 5 "$T/gw.log")"
 echo "sluice audit records written: $(wc -l <"$T/audit.log")"

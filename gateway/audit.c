@@ -24,7 +24,14 @@ struct sl_audit {
 	bool regular; /* a file: a short write means it is full */
 	bool path_was_link; /* at the start: a reopen may follow it */
 	int err;      /* the first write that failed (sticky), or 0 */
+	/* sl_audit_batch(): lines kept here until sl_audit_flush(). */
+	char *batch;
+	size_t batch_len;
 };
+
+/* A batch is written before it would grow past this: a few hundred
+ * records, one write(2). */
+#define BATCH_MAX 65536
 
 struct out {
 	char *buf;
@@ -275,6 +282,7 @@ int sl_audit_reopen(struct sl_audit *a)
 	fd = sl_audit_open_again(a->path, a->path_was_link);
 	if (fd < 0)
 		return fd; /* keep writing to the old file rather than lose lines */
+	(void)sl_audit_flush(a);
 	close(a->fd);
 	a->fd = fd;
 	a->regular = is_regular(fd);
@@ -287,6 +295,8 @@ void sl_audit_reopen_fd(struct sl_audit *a, int fd)
 		close(fd);
 		return;
 	}
+	/* What was kept goes where it was meant to: the old file. */
+	(void)sl_audit_flush(a);
 	close(a->fd);
 	a->fd = fd;
 	a->regular = is_regular(fd);
@@ -302,24 +312,17 @@ static int fail(struct sl_audit *a, int err)
 	return a->err;
 }
 
-int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
+/* Whole lines, in one write: with O_APPEND they land whole even when
+ * another process appends to the same file. Partial writes (a pipe or
+ * terminal on stdout) are finished, never dropped; to a file, a short
+ * write means it is full (or over its size limit): a line is cut, and
+ * that is a failure, not something to finish later. */
+static int write_lines(struct sl_audit *a, const char *line, size_t n)
 {
-	char line[SL_AUDIT_LINE_MAX + 64];
-	int n;
 	size_t done = 0;
 
-	if (a->err)
-		return a->err;
-	n = sl_audit_format(r, line, sizeof(line));
-	if (n < 0)
-		return n;
-	/* One write per line: with O_APPEND the line lands whole even when
-	 * another process appends to the same file. Partial writes (a pipe
-	 * or terminal on stdout) are finished, never dropped; to a file, a
-	 * short write means it is full (or over its size limit): the line
-	 * is cut, and that is a failure, not something to finish later. */
-	while (done < (size_t)n) {
-		ssize_t w = write(a->fd, line + done, (size_t)n - done);
+	while (done < n) {
+		ssize_t w = write(a->fd, line + done, n - done);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -336,9 +339,47 @@ int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
 		if (w == 0)
 			return fail(a, -EIO);
 		done += (size_t)w;
-		if (done < (size_t)n && a->regular)
+		if (done < n && a->regular)
 			return fail(a, -ENOSPC);
 	}
+	return 0;
+}
+
+int sl_audit_flush(struct sl_audit *a)
+{
+	int r;
+
+	if (!a || !a->batch_len)
+		return a ? a->err : 0;
+	r = a->err ? a->err : write_lines(a, a->batch, a->batch_len);
+	a->batch_len = 0;
+	return r;
+}
+
+int sl_audit_batch(struct sl_audit *a)
+{
+	if (a->batch)
+		return 0;
+	a->batch = malloc(BATCH_MAX);
+	return a->batch ? 0 : -ENOMEM;
+}
+
+int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
+{
+	char line[SL_AUDIT_LINE_MAX + 64];
+	int n;
+
+	if (a->err)
+		return a->err;
+	n = sl_audit_format(r, line, sizeof(line));
+	if (n < 0)
+		return n;
+	if (!a->batch)
+		return write_lines(a, line, (size_t)n);
+	if (a->batch_len + (size_t)n > BATCH_MAX && sl_audit_flush(a) < 0)
+		return a->err;
+	memcpy(a->batch + a->batch_len, line, (size_t)n);
+	a->batch_len += (size_t)n;
 	return 0;
 }
 
@@ -385,8 +426,10 @@ void sl_audit_close(struct sl_audit *a)
 {
 	if (!a)
 		return;
+	(void)sl_audit_flush(a);
 	if (a->fd >= 0)
 		close(a->fd);
+	free(a->batch);
 	free(a->path);
 	free(a);
 }

@@ -58,8 +58,17 @@ void sl_audit_reopen_fd(struct sl_audit *a, int fd);
 /* Write one record. Blocks until the whole line is written: nothing is
  * dropped. Returns 0 or a negative errno. A failed write (a short one to
  * a file included: the disk is full) is final: every later one returns
- * the same error without writing, reopen or not (sl_audit_error). */
+ * the same error without writing, reopen or not (sl_audit_error).
+ * Batched (sl_audit_batch), the line is kept, and written with the others
+ * by the next sl_audit_flush() (or sooner, when the batch is full); its
+ * error shows from then on. */
 int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r);
+/* Keep lines and write them together, one write(2) per batch: the
+ * gateway flushes once per turn of its loop, before it waits for more. */
+int sl_audit_batch(struct sl_audit *a);
+/* Write the lines kept. Reopen and close flush first (so no line is lost
+ * nor lands in the wrong file). Returns 0 or the log's error. */
+int sl_audit_flush(struct sl_audit *a);
 /* The error of the first write that failed, or 0 (also for a NULL log).
  * Whoever serves the sandbox stops deciding once it is set: an agent that
  * fills the disk must not act unaudited. */

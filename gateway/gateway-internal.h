@@ -71,6 +71,10 @@ struct sl_gw {
 	uint64_t pool_gen;
 	uv_timer_t pool_timer;
 	bool pool_timer_open;
+	/* The audit log's lines of one turn of the loop, written together
+	 * before it waits again (sl_audit_batch). */
+	uv_prepare_t audit_flush;
+	bool audit_flush_open;
 };
 
 /* gw-core.c: what every part of the gateway shares, calling none of them. */

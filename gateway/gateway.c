@@ -102,6 +102,24 @@ static void fail_close_all(uv_timer_t *t)
 		sl_gw_conn_close_all(gw);
 }
 
+/* Once per turn of the loop, before it waits: this turn's audit lines in
+ * one write. A failure is the log's failure, as a single write's was. */
+static void audit_flush_cb(uv_prepare_t *h)
+{
+	struct sl_gw *gw = h->data;
+
+	if (sl_audit_flush(gw->audit) < 0)
+		(void)sl_gw_audit_ok(gw);
+}
+
+static void audit_flush_closed(uv_handle_t *h)
+{
+	struct sl_gw *gw = h->data;
+
+	gw->audit_flush_open = false;
+	sl_gw_maybe_free(gw);
+}
+
 int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy *policy,
 	      struct sl_gw_resolver *resolver, struct sl_audit *audit, struct sl_gw **ret)
 {
@@ -151,6 +169,13 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		return r;
 	}
 	conn_pool_init(gw);
+	if (gw->audit && sl_audit_batch(gw->audit) == 0) {
+		uv_prepare_init(loop, &gw->audit_flush);
+		gw->audit_flush.data = gw;
+		uv_prepare_start(&gw->audit_flush, audit_flush_cb);
+		uv_unref((uv_handle_t *)&gw->audit_flush);
+		gw->audit_flush_open = true;
+	}
 	uv_timer_init(loop, &gw->fail_timer);
 	gw->fail_timer.data = gw;
 	gw->fail_timer_open = true;
@@ -239,11 +264,13 @@ static void proxy_closed(uv_handle_t *h)
 static void gw_maybe_free(struct sl_gw *gw)
 {
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->nl_open || gw->conns ||
-	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw) || gw->fail_timer_open || conn_pool_busy(gw))
+	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw) || gw->fail_timer_open || conn_pool_busy(gw) ||
+	    gw->audit_flush_open)
 		return;
 	/* What the last window kept out of the log is said at the end. */
 	if (gw->refused_suppressed && gw->audit)
 		sl_gw_audit_refused_flush(gw, "connect");
+	(void)sl_audit_flush(gw->audit);
 	sl_gw_dns_free(gw);
 	sl_gw_tls_free(gw);
 	sl_gw_budget_free(gw);
@@ -277,5 +304,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 		uv_close((uv_handle_t *)&gw->nl_poll, local_watch_closed);
 	if (gw->fail_timer_open && !uv_is_closing((uv_handle_t *)&gw->fail_timer))
 		uv_close((uv_handle_t *)&gw->fail_timer, fail_timer_closed);
+	if (gw->audit_flush_open && !uv_is_closing((uv_handle_t *)&gw->audit_flush))
+		uv_close((uv_handle_t *)&gw->audit_flush, audit_flush_closed);
 	sl_gw_maybe_free(gw);
 }

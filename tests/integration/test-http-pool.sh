@@ -9,6 +9,9 @@
 # asked for, a body for a HEAD): such bytes must never be read as another
 # request's answer. A pooled connection its origin closed under a request
 # is retried once on a new one for an idempotent request, never for a POST.
+# The audit log, written a batch per turn of the gateway's loop, still has
+# one record per request under load, none lost at a rotation (SIGUSR1) or
+# when the gateway stops with requests open.
 # The evidence is the raw origin's log (lib/raw-origin.py), which numbers
 # the connections that brought each request, and what the client got.
 #
@@ -41,14 +44,14 @@ log-facility=$T/dns.log
 CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:drop2 82:trail \
-	83:chatty 84:headbody
+	83:chatty 84:headbody 85:hang
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: raw.test
-    ports: [80, 81, 82, 83, 84]
+    ports: [80, 81, 82, 83, 84, 85]
   - host: other.test
     ports: [80]
 P
@@ -136,5 +139,58 @@ check "... on a new connection" "yes" \
 	"$([ "$(conn_of ' /h1 ')" != "$(conn_of ' /h2 ')" ] && echo yes)"
 
 check "the gateway is still serving" "$OK" "$(get http://raw.test/last)"
+
+# ---- the audit log, written in batches: one record per request, none lost ----
+cat >"$T/load.py" <<'PY'
+import http.client, sys, threading
+prefix, threads, each = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+good = [0] * threads
+def client(i):
+    c = http.client.HTTPConnection("203.0.113.1", 3128, timeout=10)
+    for k in range(each):
+        c.request("GET", "http://raw.test/%s-%d-%d" % (prefix, i, k))
+        r = c.getresponse()
+        if r.status == 200 and r.read().startswith(b"raw-origin ok"):
+            good[i] += 1
+ts = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(sum(good))
+PY
+check "2000 requests from 20 kept-alive clients at once: all answered" "2000" \
+	"$(world_host "$PY" "$T/load.py" load 20 100)"
+check "... the origin read each once" "2000" "$(grep -c ' /load-' "$R/requests.log")"
+check "... each has its own audit record" "2000" "$(grep -c '"path":"/load-' "$T/audit.log")"
+check "... no line cut or run together: every line is one JSON record" "0" \
+	"$("$PY" -c 'import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    try:
+        json.loads(line)
+    except ValueError:
+        bad += 1
+print(bad)' "$T/audit.log")"
+
+mv "$T/audit.log" "$T/audit.log.1"
+kill -USR1 "$gw_pid"
+for _ in $(seq 100); do [ -e "$T/audit.log" ] && break; sleep 0.05; done
+check "SIGUSR1 (log rotation), then 200 more requests: answered" "200" \
+	"$(world_host "$PY" "$T/load.py" rot 4 50)"
+check "... their records in the new file, none in the old" "200 0" \
+	"$(grep -c '"path":"/rot-' "$T/audit.log") $(grep -c '"path":"/rot-' "$T/audit.log.1")"
+check "... and every earlier one still in the old" "2000" "$(grep -c '"path":"/load-' "$T/audit.log.1")"
+
+# Requests the origin never answers, open when the gateway is stopped:
+# their records are written as it shuts down, after its loop's last turn.
+for i in $(seq 20); do
+	world_host_bg curl -s -m 20 -x http://203.0.113.1:3128 -o /dev/null "http://raw.test:85/hang-$i"
+done
+for _ in $(seq 100); do [ "$(seen ' /hang-')" -ge 20 ] && break; sleep 0.1; done
+check "20 requests held open by the origin" "20" "$(seen ' /hang-')"
+kill -TERM "$gw_pid"
+for _ in $(seq 100); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
+check "SIGTERM: the gateway stops" "stopped" "$(kill -0 "$gw_pid" 2>/dev/null || echo stopped)"
+check "... each of the 20 has its record, written on the way out" "20" \
+	"$(grep -c '"path":"/hang-' "$T/audit.log")"
 
 finish

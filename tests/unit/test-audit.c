@@ -217,6 +217,81 @@ static void test_short_write_fails(void **state)
 	rmdir(dir);
 }
 
+static off_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* Batched: nothing reaches the file until a flush, then every kept line
+ * in one go; a reopen writes what was kept to the old file first, a close
+ * writes it too; a batch that would overflow is written before it does,
+ * and a failure still shows (at the flush, and on every write after). */
+static void test_batch(void **state)
+{
+	char dir[] = "/tmp/sluice-audit-XXXXXX", path[64], moved[64], buf[8192];
+	struct sl_audit_record r = base();
+	struct sl_audit *a;
+	int fd, i, n = sl_audit_format(&r, line, sizeof(line));
+	ssize_t got;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/audit.log", dir);
+	snprintf(moved, sizeof(moved), "%s/audit.log.1", dir);
+	assert_int_equal(sl_audit_open(path, &a), 0);
+	assert_int_equal(sl_audit_batch(a), 0);
+	assert_int_equal(sl_audit_write(a, &r), 0);
+	assert_int_equal(sl_audit_write(a, &r), 0);
+	assert_int_equal(size_of(path), 0);
+	assert_int_equal(sl_audit_flush(a), 0);
+	assert_int_equal(size_of(path), 2 * n);
+	assert_int_equal(sl_audit_flush(a), 0); /* nothing kept: nothing more */
+	assert_int_equal(size_of(path), 2 * n);
+
+	/* Kept when the log is rotated: it goes to the old file. */
+	assert_int_equal(sl_audit_write(a, &r), 0);
+	assert_int_equal(rename(path, moved), 0);
+	assert_int_equal(sl_audit_reopen(a), 0);
+	assert_int_equal(size_of(moved), 3 * n);
+	r.host = "after.example.com";
+	assert_int_equal(sl_audit_write(a, &r), 0);
+	n = sl_audit_format(&r, line, sizeof(line));
+	assert_int_equal(size_of(path), 0);
+	sl_audit_close(a); /* kept lines are written on close */
+	fd = open(path, O_RDONLY);
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_int_equal(got, n);
+	buf[got] = '\0';
+	assert_non_null(strstr(buf, "after.example.com"));
+
+	/* Past a batch's size, written before it overflows: whole lines. */
+	unlink(path);
+	assert_int_equal(sl_audit_open(path, &a), 0);
+	assert_int_equal(sl_audit_batch(a), 0);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(sl_audit_write(a, &r), 0);
+	assert_true(size_of(path) > 0);
+	assert_int_equal(size_of(path) % n, 0);
+	sl_audit_close(a);
+	assert_int_equal(size_of(path), 1000 * (off_t)n);
+
+	/* A failed flush is the log's failure. */
+	assert_int_equal(sl_audit_open("/dev/full", &a), 0);
+	assert_int_equal(sl_audit_batch(a), 0);
+	assert_int_equal(sl_audit_write(a, &r), 0);
+	assert_int_equal(sl_audit_flush(a), -ENOSPC);
+	assert_int_equal(sl_audit_error(a), -ENOSPC);
+	assert_int_equal(sl_audit_write(a, &r), -ENOSPC);
+	sl_audit_close(a);
+
+	unlink(path);
+	unlink(moved);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_file_and_reopen),
 		cmocka_unit_test(test_failure_is_final),
 		cmocka_unit_test(test_short_write_fails),
+		cmocka_unit_test(test_batch),
 	};
 	return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
 }

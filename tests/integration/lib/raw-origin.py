@@ -23,6 +23,7 @@
 #                answer ("EVIL") on the idle connection, logged ("chatty")
 #                once sent
 #        headbody like full, but a HEAD is answered with a body ("EVIL")
+#        hang    read a request, log it, never answer
 # Logs, in LOGDIR:
 #   conn-N.bin     every byte connection N received, as it came
 #   requests.log   one line per request read:
@@ -136,6 +137,9 @@ class Conn:
                 log_request("conn=%d port=%s bad=%r" % (self.n, self.port, first[:80]))
                 return
             method, target = parts[0].decode("latin1"), parts[1].decode("latin1")
+            if mode == "hang":
+                log_request("conn=%d port=%s %s %s hang" % (self.n, self.port, method, target))
+                threading.Event().wait()
             if mode == "early":
                 log_request("conn=%d port=%s %s %s early" % (self.n, self.port, method, target))
                 self.answer(403, b"early")
