@@ -227,6 +227,14 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 		connect_first_permitted(c, &a);
 		return;
 	}
+	{
+		struct sl_gw_addrs a;
+
+		if (sl_gw_resolve_cached(c->gw->resolver, c->dec.host, &a) == 0) {
+			connect_first_permitted(c, &a);
+			return;
+		}
+	}
 	conn_set_state(c, ST_RESOLVING);
 	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
 	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);

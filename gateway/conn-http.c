@@ -130,40 +130,13 @@ static bool response_hop_by_hop(const struct sl_http_request *h, const struct sl
 	       sl_http_span_caseeq(name, "proxy-authenticate") || conn_http_hop_by_hop(h, name);
 }
 
-static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h)
-{
-	const char *eol = memchr(head, '\r', h->head_len);
-	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), our Connection line. */
-	size_t cap = SL_HTTP_REBUILT_MAX(h->head_len, h->n_headers) + 64, len, i;
-	char *out;
-
-	if (!eol)
-		return -EINVAL;
-	out = malloc(cap);
-	if (!out)
-		return -ENOMEM;
-	len = (size_t)(eol - head) + 2;
-	memcpy(out, head, len);
-	for (i = 0; i < h->n_headers; i++) {
-		const struct sl_http_header *hd = &h->headers[i];
-
-		/* Trailer too: the trailers it announces are not passed on. */
-		if (response_hop_by_hop(h, &hd->name))
-			continue;
-		len += sl_http_put_header(out + len, hd);
-	}
-	len += (size_t)snprintf(out + len, cap - len, "Connection: %s\r\n\r\n",
-				c->keep_alive ? "keep-alive" : "close");
-	c->bytes_down += len;
-	return conn_send_owned(c, true, out, len, false);
-}
-
 /* A response body's bytes as the client gets them: the origin's framing
  * taken out, ours put in (chunked stays chunked, in chunks of our own;
  * chunk extensions and trailers are not passed on). */
 struct resp_out {
 	char *p;
 	size_t len, cap;
+	size_t head_len; /* of which the head (counted already) */
 	bool chunked;
 };
 
@@ -198,11 +171,44 @@ static int resp_out_data(void *userdata, const char *p, size_t n)
 	return 0;
 }
 
+/* The response head, rewritten for our hop, into o (sent with the first
+ * of the body: one write). */
+static int forward_response_head(struct conn *c, const char *head, const struct sl_http_request *h,
+				 struct resp_out *o)
+{
+	const char *eol = memchr(head, '\r', h->head_len);
+	/* The rebuilt headers (see SL_HTTP_REBUILT_MAX), our Connection line. */
+	size_t cap = SL_HTTP_REBUILT_MAX(h->head_len, h->n_headers) + 64, len, i;
+	char *out;
+
+	if (!eol)
+		return -EINVAL;
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	len = (size_t)(eol - head) + 2;
+	memcpy(out, head, len);
+	for (i = 0; i < h->n_headers; i++) {
+		const struct sl_http_header *hd = &h->headers[i];
+
+		/* Trailer too: the trailers it announces are not passed on. */
+		if (response_hop_by_hop(h, &hd->name))
+			continue;
+		len += sl_http_put_header(out + len, hd);
+	}
+	len += (size_t)snprintf(out + len, cap - len, "Connection: %s\r\n\r\n",
+				c->keep_alive ? "keep-alive" : "close");
+	c->bytes_down += len;
+	o->p = out;
+	o->len = len;
+	o->cap = cap;
+	return 0;
+}
+
 /* Relay what belongs to the response body, framed by us; end the
  * exchange with it. Returns false when c was closed. */
-static bool response_body(struct conn *c, const char *p, size_t n)
+static bool response_body(struct conn *c, const char *p, size_t n, struct resp_out o)
 {
-	struct resp_out o = {.chunked = c->resp.chunked};
 	bool was_done = c->resp.done;
 	ssize_t b = 0;
 
@@ -224,7 +230,7 @@ static bool response_body(struct conn *c, const char *p, size_t n)
 	 * we read it, so nothing more of that connection can be trusted. */
 	if (c->resp.done && (size_t)b < n)
 		c->up_dirty = true;
-	c->bytes_down += o.len;
+	c->bytes_down += o.len - o.head_len;
 	if (o.len && conn_send_owned(c, true, o.p, o.len, false) < 0) {
 		conn_close(c);
 		return false;
@@ -241,6 +247,8 @@ static bool response_body(struct conn *c, const char *p, size_t n)
  * connection can carry another request. Returns false when c was closed. */
 static bool response_bytes(struct conn *c, const char *p, size_t n)
 {
+	struct resp_out o = {0};
+
 	while (!c->resp_head_done) {
 		struct sl_http_request h;
 		char *grown;
@@ -286,10 +294,11 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 			c->keep_alive = c->client_keep_alive && c->resp.self_delimited &&
 					c->status != 101 && c->body_done;
 			c->origin_keep_alive = h.keep_alive;
-			if (forward_response_head(c, c->rbuf, &h) < 0) {
+			if (forward_response_head(c, c->rbuf, &h, &o) < 0) {
 				conn_close(c);
 				return false;
 			}
+			o.head_len = o.len;
 			c->resp_head_done = true;
 		}
 		/* What followed the head is body (or the next head). */
@@ -299,11 +308,13 @@ static bool response_bytes(struct conn *c, const char *p, size_t n)
 			p = c->rbuf;
 			n = c->rlen;
 			c->rlen = 0;
-			return response_body(c, p, n);
+			o.chunked = c->resp.chunked;
+			return response_body(c, p, n, o);
 		}
 		p = NULL;
 	}
-	return response_body(c, p, n);
+	o.chunked = c->resp.chunked;
+	return response_body(c, p, n, o);
 }
 
 /* The head we send to the origin: origin-form target and the client's end-
@@ -435,10 +446,7 @@ static void http_connected(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	if (sl_http_body_init(&c->body, c->buf, r.head_len) < 0) {
-		conn_close(c);
-		return;
-	}
+	sl_http_body_init_request(&c->body, &r);
 	c->body_active = true;
 	c->body_done = sl_http_body_is_done(&c->body);
 	rest = c->len - r.head_len;

@@ -163,7 +163,7 @@ static void query_free(struct dns_query *dq)
 }
 
 /* Is this resolved address one we may hand out under this policy? */
-static bool answer_ok(const struct sl_gw *gw, const struct sl_policy *p,
+static bool answer_ok(struct sl_gw *gw, const struct sl_policy *p,
 		      const struct sockaddr_storage *ss, const uint8_t *bytes)
 {
 	if (sl_gw_is_local(gw, (const struct sockaddr *)ss) ||

@@ -9,6 +9,8 @@
 #include "dns-map.h"
 #include "gateway.h"
 
+#define SL_GW_ROUTE_CACHE 64
+
 struct sl_gw_policy {
 	struct sl_policy *p;
 	unsigned refs;
@@ -40,6 +42,15 @@ struct sl_gw {
 	uv_poll_t nl_poll;
 	bool nl_open;
 	int rt_fd; /* NETLINK_ROUTE for route lookups (route.h) */
+	/* What those lookups said, until nl_fd says a route, a rule or an
+	 * address changed (only while it listens: without it, every choice
+	 * asks the kernel). */
+	struct {
+		int family;
+		uint8_t addr[16];
+		bool local;
+	} route_cache[SL_GW_ROUTE_CACHE];
+	size_t n_route_cache;
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
 	struct sl_dns_budget *budget; /* dns-gate.c: new names per wildcard */
@@ -132,7 +143,7 @@ void sl_gw_local_sync(struct sl_gw *gw);
 
 /* Is this address one of the gateway host's own? An IPv6 address that
  * embeds one of the host's IPv4 addresses (sl_gw_addr_embedded_v4) is. */
-bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa);
+bool sl_gw_is_local(struct sl_gw *gw, const struct sockaddr *sa);
 
 /* owned.c: is this address in a range sluice owns (cfg.owned), directly
  * or embedded in an IPv6 address (sl_gw_addr_embedded_v4)? */

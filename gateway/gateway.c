@@ -51,13 +51,29 @@ static int local_watch_open(struct sl_gw *gw)
 {
 	struct sockaddr_nl sa = {
 	    .nl_family = AF_NETLINK,
-	    .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	    /* Routes too: what sl_gw_is_local asked the kernel is kept
+	     * until one changes (gateway-internal.h, route_cache). */
+	    .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE |
+			 RTMGRP_IPV6_ROUTE,
 	};
+	int rule_groups[] = {RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE};
+	size_t i;
 	int r;
 
 	gw->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
 	if (gw->nl_fd < 0)
 		return negative_errno();
+	/* ... and policy-routing rules, which can send an address to a table
+	 * with a local route. */
+	for (i = 0; i < sizeof(rule_groups) / sizeof(rule_groups[0]); i++) {
+		if (setsockopt(gw->nl_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &rule_groups[i],
+			       sizeof(rule_groups[i])) < 0) {
+			r = negative_errno();
+			sl_closep(&gw->nl_fd);
+			gw->nl_fd = -1;
+			return r;
+		}
+	}
 	if (bind(gw->nl_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = negative_errno();
 		sl_closep(&gw->nl_fd);

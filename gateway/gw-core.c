@@ -115,6 +115,7 @@ void sl_gw_local_sync(struct sl_gw *gw)
 	 * the poll comes back for the rest. */
 	if (!changed)
 		return;
+	gw->n_route_cache = 0; /* a route may have changed too */
 	r = sl_gw_local_load(gw);
 	if (r < 0)
 		fprintf(stderr,
@@ -145,18 +146,37 @@ static bool local_has(const struct sl_gw *gw, int family, const void *addr)
 /* Beyond the interfaces' addresses: what the kernel itself delivers to
  * the host (a local route, AnyIP). Asked as connect() would route it; an
  * address that cannot be judged is the host's. */
-static bool route_local(const struct sl_gw *gw, int family, const uint8_t *addr)
+static bool route_local(struct sl_gw *gw, int family, const uint8_t *addr)
 {
-	int r = sl_gw_route_local(gw->rt_fd, family, addr);
+	size_t len = family == AF_INET ? 4 : 16, i;
+	int r;
 
-	if (r < 0)
+	/* Asked before, since the kernel last said a route, rule or address
+	 * changed (sl_gw_local_sync, which runs before every choice)? */
+	for (i = 0; gw->nl_open && i < gw->n_route_cache; i++)
+		if (gw->route_cache[i].family == family &&
+		    !memcmp(gw->route_cache[i].addr, addr, len))
+			return gw->route_cache[i].local;
+	r = sl_gw_route_local(gw->rt_fd, family, addr);
+	if (r < 0) {
 		fprintf(stderr, "sluice gateway: cannot ask the kernel how it routes an address: %s; "
 				"refused\n",
 			strerror(-r));
+		return true;
+	}
+	if (gw->nl_open) {
+		/* Full: start again (the set of origins is small). */
+		if (gw->n_route_cache == SL_GW_ROUTE_CACHE)
+			gw->n_route_cache = 0;
+		i = gw->n_route_cache++;
+		gw->route_cache[i].family = family;
+		memcpy(gw->route_cache[i].addr, addr, len);
+		gw->route_cache[i].local = r != 0;
+	}
 	return r != 0;
 }
 
-bool sl_gw_is_local(const struct sl_gw *gw, const struct sockaddr *sa)
+bool sl_gw_is_local(struct sl_gw *gw, const struct sockaddr *sa)
 {
 	const uint8_t *a6;
 	uint8_t v4[8][4];

@@ -424,12 +424,18 @@ int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len)
 		b->why = why ? why : "bad request head";
 		return -EINVAL;
 	}
-	b->chunked = r.chunked;
-	b->st = B_SIZE;
-	b->left = r.has_length ? r.content_length : 0;
-	/* Neither: a request without a body (RFC 9112 6.3). */
-	b->done = !r.chunked && b->left == 0;
+	sl_http_body_init_request(b, &r);
 	return 0;
+}
+
+void sl_http_body_init_request(struct sl_http_body *b, const struct sl_http_request *r)
+{
+	memset(b, 0, sizeof(*b));
+	b->chunked = r->chunked;
+	b->st = B_SIZE;
+	b->left = r->has_length ? r->content_length : 0;
+	/* Neither: a request without a body (RFC 9112 6.3). */
+	b->done = !r->chunked && b->left == 0;
 }
 
 static ssize_t body_fail(struct sl_http_body *b, const char *why)

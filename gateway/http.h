@@ -100,6 +100,8 @@ struct sl_http_body {
 #define SL_HTTP_BODY_SLACK 32
 
 int sl_http_body_init(struct sl_http_body *b, const char *head, size_t head_len);
+/* The same from the head parsed already (sl_http_parse_request). */
+void sl_http_body_init_request(struct sl_http_body *b, const struct sl_http_request *r);
 /* Returns how many of data[0..len) belong to the body (the rest must not be
  * forwarded), or -EINVAL (b->why says why) when the body's framing is
  * broken. out (out_cap bytes; len + SL_HTTP_BODY_SLACK is always enough)

@@ -311,6 +311,16 @@ void sl_gw_resolver_set_gate(struct sl_gw_resolver *r, sl_gw_resolve_gate gate, 
 	r->gate_data = data;
 }
 
+int sl_gw_resolve_cached(struct sl_gw_resolver *r, const char *name, struct sl_gw_addrs *ret)
+{
+	struct cache_entry *c = cache_get(r, name);
+
+	if (!c || c->status != 0)
+		return -ENOENT;
+	*ret = c->addrs;
+	return 0;
+}
+
 int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
 		  struct sl_gw_resolve_req **ret_req)
 {

@@ -45,6 +45,10 @@ int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolv
  * until the callback has run. */
 int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
 		  struct sl_gw_resolve_req **ret_req);
+/* The addresses name has in the cache, fresh, now (no callback, no loop
+ * turn: the common case of a name asked before); -ENOENT when there are
+ * none (not cached, expired, or a cached failure: ask sl_gw_resolve()). */
+int sl_gw_resolve_cached(struct sl_gw_resolver *r, const char *name, struct sl_gw_addrs *ret);
 
 /*
  * The gate: asked with the name (normal form) each time a lookup would go

@@ -29,14 +29,15 @@ SLOW=198.51.100.88    # what slow.test resolves to, late
 BIG=198.51.100.89     # answers every request with 600000 bytes
 POOL_B=198.51.100.3   # a second origin, for pb.test
 CAP=198.51.100.90     # tunnels for the connection-cap check
-for a in $SLOW $BIG $POOL_B $CAP; do ip -n "$WORLD_NET" addr add $a/32 dev lo; done
+LATE=198.51.100.91    # reachable, until the host gets a local route for it
+for a in $SLOW $BIG $POOL_B $CAP $LATE; do ip -n "$WORLD_NET" addr add $a/32 dev lo; done
 
 # The upstream resolver: slow.test answers 1.5 s late, past the gateway's
 # --connect-timeout (500 ms) but within c-ares' own 2 s per try.
 world_bg "$WORLD_NET" "$PY" "$here/lib/slowdns.py" "$T/dns.log" "$WORLD_NET_ADDR" \
 	self.test=$SELF own6.test=::ffff:$SELF nat64.test=64:ff9b::cb00:7101 \
 	sixto4.test=2002:cb00:7101::1 new.test=$NEW "slow.test=$SLOW@1500" big.test=$BIG \
-	pa.test=$WORLD_NET_ADDR pb.test=$POOL_B cap.test=$CAP
+	pa.test=$WORLD_NET_ADDR pb.test=$POOL_B cap.test=$CAP late.test=$LATE
 wait_for_file "$T/dns.log.ready" || { echo "not ok - the resolver did not start"; exit 1; }
 touch "$T/dns.log"
 
@@ -48,7 +49,7 @@ world_bg "$WORLD_NET" "$PY" "$here/lib/origin.py" "$T/origin.log" "$T/cert.pem" 
 world_bg "$WORLD_NET" "$PY" "$here/lib/origin.py" "$T/origin2.log" "$T/cert.pem" "$T/key.pem" \
 	"$POOL_B"
 world_bg "$WORLD_NET" "$PY" "$here/lib/listener.py" "$T/net.log" "$SLOW:80" "$BIG:80=600000" \
-	"$CAP:80=1"
+	"$CAP:80=1" "$LATE:80=2"
 for f in origin.log origin2.log net.log; do
 	wait_for_file "$T/$f.ready" || { echo "not ok - $f's server did not start"; exit 1; }
 	touch "$T/$f"
@@ -65,6 +66,7 @@ allow:
   - host: slow.test
   - host: big.test
   - host: cap.test
+  - host: late.test
   - host: pa.test
     ports: [443]
     methods: [GET]
@@ -116,6 +118,17 @@ check "a name that resolves to an address added after start: 403" "403 403" \
 	"$(code http://new.test/) $(connect_code https://new.test/)"
 check "... audited" "403 deny private-address" "$(audit_for new.test)"
 check "... nothing reached the new address" "none" "$(host_log $NEW)"
+
+# ==== a route the host gained after an address was judged ====
+# The kernel's answer (not the host's) is kept until a route, rule or
+# address changes: a local route added later must be seen at once.
+check "a name whose address is an origin's" "200" "$(code http://late.test/)"
+check "... reached it" "yes" "$(grep -q "accept $LATE:80" "$T/net.log" && echo yes)"
+ip -n "$WORLD_HOST" route add local $LATE/32 dev lo table local
+check "the host gets a local route for that address: 403" "403" "$(code http://late.test/again)"
+check "... audited" "403 deny private-address" "$(audit_for late.test)"
+ip -n "$WORLD_HOST" route del local $LATE/32 dev lo table local
+check "the route gone: reachable again" "200" "$(code http://late.test/back)"
 
 # ==== a lookup that answers after the connect timeout ====
 # The client pipelines a second request behind one whose 600000-byte

@@ -192,7 +192,7 @@ static void add_local(struct sl_gw *gw, const char *text)
 	parse_addr(text, &gw->local[gw->n_local++]);
 }
 
-static bool is_local(const struct sl_gw *gw, const char *text)
+static bool is_local(struct sl_gw *gw, const char *text)
 {
 	struct sockaddr_storage ss;
 
