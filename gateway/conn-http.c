@@ -98,11 +98,11 @@ static void end_exchange(struct conn *c)
 	 * it, and the origin keeps the connection. */
 	bool reuse = c->origin_keep_alive && c->resp.self_delimited && !c->up_dirty &&
 		     c->body_done && !uv_stream_get_write_queue_size(conn_upstream(c)) &&
-		     !c->upstream_eof && c->status != 101;
+		     !c->upstream_eof && !c->upstream_paused && c->status != 101;
 
-	uv_read_stop(conn_upstream(c));
-	if (reuse)
-		(void)conn_release_upstream(c);
+	/* Pooled, it goes on reading for the pool; else it reads no more. */
+	if (!(reuse && conn_release_upstream(c)))
+		uv_read_stop(conn_upstream(c));
 	if (!c->body_done) {
 		/* The origin answered before the body was all here: the
 		 * exchange is over, and what the client still sends is the

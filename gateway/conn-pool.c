@@ -86,7 +86,7 @@ static void close_pooled(struct conn_up *up)
 
 /* In the pool nothing is expected: whatever is read is dropped, with the
  * connection. */
-static void pooled_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+void conn_pool_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	static char sink[64];
 
@@ -96,7 +96,7 @@ static void pooled_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = sizeof(sink);
 }
 
-static void pooled_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+void conn_pool_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	(void)buf;
 	if (nread != 0)
@@ -148,7 +148,6 @@ struct conn_up *conn_pool_take(struct sl_gw *gw, struct conn *c, const char *hos
 			continue;
 		}
 		unlink_up(up);
-		uv_read_stop((uv_stream_t *)&up->tcp);
 		up->c = c;
 		up->tcp.data = c;
 		up->reused = true;
@@ -189,8 +188,6 @@ bool conn_pool_put(struct conn_up *up)
 			oldest = o;
 		close_pooled(oldest);
 	}
-	if (uv_read_start((uv_stream_t *)&up->tcp, pooled_alloc, pooled_read) < 0)
-		return false;
 	up->c = NULL;
 	up->tcp.data = NULL;
 	up->reused = false;

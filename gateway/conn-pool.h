@@ -46,10 +46,15 @@ void conn_up_free(struct conn_up *up);
 struct conn_up *conn_pool_take(struct sl_gw *gw, struct conn *c, const char *host,
 			       uint16_t port, const struct sockaddr *sa);
 /* The exchange on up ended cleanly (nothing unread, nothing unwritten,
- * the origin keeps it open): into the pool, no owner. false when the pool
- * will not have it (full for its host, or shut down): the caller closes
- * it as it would have. */
+ * the origin keeps it open) and up is reading (conn.c's read callbacks
+ * call conn_pool_read for it from now on): into the pool, no owner. false
+ * when the pool will not have it (full for its host, or shut down): the
+ * caller closes it as it would have. */
 bool conn_pool_put(struct conn_up *up);
+/* An upstream's reads while it is pooled: nothing is expected, so
+ * whatever comes (an origin talking out of turn, its end) closes it. */
+void conn_pool_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void conn_pool_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 /* Close every idle connection (a reload: they were chosen under the old
  * policy; shutdown). */
 void conn_pool_flush(struct sl_gw *gw);

@@ -27,6 +27,8 @@
 #include "tls-hello.h"
 
 static void resume_reading(struct conn *c, bool client);
+static void up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -438,7 +440,7 @@ static void resume_reading(struct conn *c, bool client)
 		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
 	} else if (!client && c->upstream_paused && !c->upstream_eof) {
 		c->upstream_paused = false;
-		uv_read_start(conn_upstream(c), conn_alloc_cb, relay_upstream_read);
+		uv_read_start(conn_upstream(c), up_alloc, up_read);
 	}
 }
 
@@ -553,6 +555,30 @@ static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b
 	conn_maybe_pause(c, false);
 }
 
+/* An upstream handle reads with these from its first read to its close,
+ * whoever has it: c's relay while c has it, the pool's watch while it is
+ * pooled (conn-pool.h). Going to the pool and back changes no callback,
+ * so it costs the kernel nothing (a stop and a start are two epoll_ctl). */
+static void up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct conn_up *up = container_of((uv_tcp_t *)h, struct conn_up, tcp);
+
+	if (up->c)
+		conn_alloc_cb(h, suggested, buf);
+	else
+		conn_pool_alloc(h, suggested, buf);
+}
+
+static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn_up *up = container_of((uv_tcp_t *)s, struct conn_up, tcp);
+
+	if (up->c)
+		relay_upstream_read(s, nread, buf);
+	else
+		conn_pool_read(s, nread, buf);
+}
+
 void conn_start_relay(struct conn *c)
 {
 	conn_set_state(c, ST_RELAY);
@@ -561,7 +587,9 @@ void conn_start_relay(struct conn *c)
 		       c->gw->cfg.idle_timeout_ms);
 	if (!c->body_done)
 		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
-	uv_read_start(conn_upstream(c), conn_alloc_cb, relay_upstream_read);
+	/* One taken from the pool is reading already, and goes on. */
+	if (!c->up->reused)
+		uv_read_start(conn_upstream(c), up_alloc, up_read);
 }
 
 /* ---- the request head ---- */
