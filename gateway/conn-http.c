@@ -68,23 +68,6 @@ static ssize_t body_forward(struct conn *c, const char *p, size_t n)
 	return k;
 }
 
-/* The client's bytes after this request's body: the next request, kept
- * whole (a head and part of its body can come in one read); the head's
- * own cap applies when it is parsed. */
-static int keep_pipelined(struct conn *c, const char *p, size_t n)
-{
-	char *grown;
-
-	if (n == 0)
-		return 0;
-	grown = realloc(c->pipelined, c->pipelined_len + n);
-	if (!grown)
-		return -ENOMEM;
-	memcpy(grown + c->pipelined_len, p, n);
-	c->pipelined = grown;
-	c->pipelined_len += n;
-	return 0;
-}
 
 /* The response is complete. With keep-alive, audit this exchange and make
  * ready for the next request; without, end the connection once what we
@@ -384,6 +367,10 @@ static void http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *bu
 			 * the origin never read this request, or it may read it
 			 * again without harm. Once, on a new connection. */
 			c->retry_ok = false;
+			free(c->buf); /* NULL: what the client sent since is pipelined */
+			c->buf = c->retry_head;
+			c->len = c->retry_len;
+			c->retry_head = NULL;
 			conn_connect_again(c);
 			return;
 		}
@@ -407,9 +394,8 @@ static void http_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *bu
 	if (c->retry_ok) {
 		/* An answer began: the request is not sent again. */
 		c->retry_ok = false;
-		free(c->buf);
-		c->buf = NULL;
-		c->len = 0;
+		free(c->retry_head);
+		c->retry_head = NULL;
 	}
 	(void)response_bytes(c, buf->base, (size_t)nread);
 	free(buf->base);
@@ -456,11 +442,11 @@ static void http_connected(struct conn *c)
 		if (k < 0)
 			return;
 		if (c->body_done &&
-		    keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
+		    conn_keep_pipelined(c, c->buf + r.head_len + k, rest - (size_t)k) < 0) {
 			conn_close(c);
 			return;
 		}
-	} else if (rest && keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
+	} else if (rest && conn_keep_pipelined(c, c->buf + r.head_len, rest) < 0) {
 		conn_close(c);
 		return;
 	}
@@ -470,11 +456,14 @@ static void http_connected(struct conn *c)
 	 * its head, to be sent once more should that connection turn out
 	 * closed by its origin before it answers (http_upstream_read). */
 	c->retry_ok = c->up->reused && !c->retried && !rest && c->body_done && idempotent(&r.method);
-	if (!c->retry_ok) {
+	if (c->retry_ok) {
+		c->retry_head = c->buf;
+		c->retry_len = c->len;
+	} else {
 		free(c->buf);
-		c->buf = NULL;
-		c->len = 0;
 	}
+	c->buf = NULL;
+	c->len = 0;
 	conn_start_relay(c);
 }
 
@@ -625,12 +614,19 @@ static void http_head(struct conn *c)
 				   why);
 		return;
 	}
-	uv_read_stop((uv_stream_t *)&c->client);
 	uv_timer_stop(&c->timer);
+	/* A request without a body leaves the client reading: what it sends
+	 * meanwhile is kept as the next request (conn_head_read), and the
+	 * next exchange costs no read stop and start (two epoll_ctl). A body
+	 * is read by the relay, a CONNECT by the tunnel: stopped for them. */
+	if (r.chunked || (r.has_length && r.content_length) || sl_http_span_eq(&r.method, "CONNECT"))
+		uv_read_stop((uv_stream_t *)&c->client);
 	if (c->pinned)
 		pinned_head(c, &r); /* plain HTTP inside a CONNECT */
 	else
 		handle_head(c, &r);
+	if (c->state == ST_HEAD)
+		uv_read_stop((uv_stream_t *)&c->client); /* undecided: nothing more yet */
 }
 
 /* Accepted on the proxy's listener: the head's deadline runs from now. */
@@ -674,7 +670,7 @@ static bool http_client_bytes(struct conn *c, char *p, size_t n)
 		uv_read_stop((uv_stream_t *)&c->client);
 		/* The next request, pipelined: kept for when this exchange
 		 * is over, to be decided on its own. */
-		if (keep_pipelined(c, p + k, n - (size_t)k) < 0) {
+		if (conn_keep_pipelined(c, p + k, n - (size_t)k) < 0) {
 			free(p);
 			conn_close(c);
 			return true;

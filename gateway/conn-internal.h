@@ -130,6 +130,9 @@ struct conn {
 	bool up_dirty;
 	bool retry_ok;
 	bool retried;
+	char *retry_head; /* the head, kept while retry_ok */
+	size_t retry_len;
+
 	bool audited;
 
 	/* A CONNECT tunnel that carries plain HTTP: every request in it must
@@ -208,6 +211,10 @@ void conn_hand_to(struct conn *c, enum conn_way way);
  * HTTP reads them as the proxy's). */
 void conn_set_way_in(struct conn *c, enum conn_way way);
 void conn_free(struct conn *c);
+/* Keep n client bytes as the next request's (c->pipelined), whole (a head
+ * and part of its body can come in one read); the head's own cap applies
+ * when it is parsed. 0 or -ENOMEM. */
+int conn_keep_pipelined(struct conn *c, const char *p, size_t n);
 void conn_write_audit(struct conn *c);
 void conn_close(struct conn *c);
 /* Close with no record: a refused peer has its own, rate-limited one

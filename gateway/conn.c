@@ -52,6 +52,7 @@ void conn_free(struct conn *c)
 	free(c->path);
 	free(c->rbuf);
 	free(c->pipelined);
+	free(c->retry_head);
 	free(c);
 	sl_gw_maybe_free(gw);
 }
@@ -279,51 +280,6 @@ int conn_send_copy(struct conn *c, bool to_client, const char *data, size_t len,
 		return -ENOMEM;
 	memcpy(copy, data, len);
 	return conn_send_owned(c, to_client, copy, len, close_after);
-}
-
-const char *conn_status_text(int status)
-{
-	switch (status) {
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 408:
-		return "Request Timeout";
-	case 421:
-		return "Misdirected Request";
-	case 429:
-		return "Too Many Requests";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 501:
-		return "Not Implemented";
-	case 502:
-		return "Bad Gateway";
-	case 503:
-		return "Service Unavailable";
-	case 504:
-		return "Gateway Timeout";
-	default:
-		return "Error";
-	}
-}
-
-int conn_error_response(int status, const char *why, char **ret)
-{
-	char body[768];
-	int blen, n;
-
-	blen = snprintf(body, sizeof(body), "sluice: %s\n", why);
-	if (blen < 0 || (size_t)blen >= sizeof(body))
-		blen = (int)strlen(body);
-	n = asprintf(ret,
-		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
-		     status, conn_status_text(status), blen, blen, body);
-	if (n < 0)
-		*ret = NULL;
-	return n;
 }
 
 /* Answer with a one-line plain-text reason and close. */
@@ -585,8 +541,10 @@ void conn_start_relay(struct conn *c)
 	c->state_was_relay = true;
 	uv_timer_start(&c->timer, timer_fired, c->gw->cfg.idle_timeout_ms,
 		       c->gw->cfg.idle_timeout_ms);
-	if (!c->body_done)
+	if (!c->body_done) {
+		uv_read_stop((uv_stream_t *)&c->client); /* it may be held */
 		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, relay_client_read);
+	}
 	/* One taken from the pool is reading already, and goes on. */
 	if (!c->up->reused)
 		uv_read_start(conn_upstream(c), up_alloc, up_read);
@@ -594,11 +552,66 @@ void conn_start_relay(struct conn *c)
 
 /* ---- the request head ---- */
 
+/* The client's bytes after this request's body: the next request, kept
+ * whole (a head and part of its body can come in one read); the head's
+ * own cap applies when it is parsed. */
+int conn_keep_pipelined(struct conn *c, const char *p, size_t n)
+{
+	char *grown;
+
+	if (n == 0)
+		return 0;
+	grown = realloc(c->pipelined, c->pipelined_len + n);
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + c->pipelined_len, p, n);
+	c->pipelined = grown;
+	c->pipelined_len += n;
+	return 0;
+}
+
+/* The client's bytes while its request is decided, connected or answered
+ * (conn_head_read still reading: it had no body): the next request's,
+ * kept after what came with the head (c->buf, until the handler took it)
+ * or after the pipelined bytes. Past a head's worth, reading stops until
+ * the next request (conn_next_request). The client's end (EOF) stops it
+ * too, and this exchange goes on: the next request's read sees the end
+ * again. */
+static void hold_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
+{
+	uv_stream_t *s = (uv_stream_t *)&c->client;
+	int r;
+
+	if (nread <= 0) {
+		free(buf->base);
+		if (nread < 0 && nread != UV_EOF)
+			conn_close(c);
+		return;
+	}
+	if (c->buf) {
+		r = conn_buf_append(c, buf, (size_t)nread);
+	} else {
+		r = conn_keep_pipelined(c, buf->base, (size_t)nread);
+		free(buf->base);
+	}
+	if (r < 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->len + c->pipelined_len > c->gw->cfg.max_header_bytes)
+		uv_read_stop(s);
+}
+
 void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = s->data;
 	size_t max = c->gw->cfg.max_header_bytes;
 	bool began;
+
+	if (c->state != ST_HEAD && c->state != ST_IDLE) {
+		hold_read(c, nread, buf);
+		return;
+	}
 
 	/* Captured, the first bytes may be a ClientHello, not a head. */
 	if (c->captured)
@@ -663,6 +676,8 @@ static void reset_exchange(struct conn *c)
 	c->start_loop_ms = uv_now(c->gw->loop);
 	c->body_active = c->body_done = false;
 	c->origin_keep_alive = c->up_dirty = c->retry_ok = c->retried = false;
+	free(c->retry_head);
+	c->retry_head = NULL;
 	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;
 	c->client_eof = c->upstream_eof = false;
 	c->client_paused = c->upstream_paused = false;
@@ -675,6 +690,8 @@ static void reset_exchange(struct conn *c)
  * scratch, starting with whatever the client had already pipelined. */
 void conn_next_request(struct conn *c)
 {
+	int r;
+
 	reset_exchange(c);
 	free(c->buf);
 	c->buf = c->pipelined;
@@ -691,7 +708,11 @@ void conn_next_request(struct conn *c)
 		if (c->state != ST_HEAD)
 			return;
 	}
-	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
+	/* Still reading (hold_read) or started again: either way, the same
+	 * callbacks (a second start is refused, UV_EALREADY). */
+	r = uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, conn_head_read);
+	if (r < 0 && r != UV_EALREADY)
+		conn_close(c);
 }
 
 /* A kept-alive exchange's upstream connection is closed: the next request

@@ -44,14 +44,14 @@ log-facility=$T/dns.log
 CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:drop2 82:trail \
-	83:chatty 84:headbody 85:hang
+	83:chatty 84:headbody 85:hang 86:slow
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: raw.test
-    ports: [80, 81, 82, 83, 84, 85]
+    ports: [80, 81, 82, 83, 84, 85, 86]
   - host: other.test
     ports: [80]
 P
@@ -137,6 +137,31 @@ check "... the next request gets its own answer, not that body" "$OK" \
 	"$(get http://raw.test:84/h2)"
 check "... on a new connection" "yes" \
 	"$([ "$(conn_of ' /h1 ')" != "$(conn_of ' /h2 ')" ] && echo yes)"
+
+# ---- what the client sends while its request is answered ----
+# A request without a body leaves the gateway reading the client: what
+# comes meanwhile is the next request, kept for when this one is done.
+out=$(world_host "$PY" - <<'PYC'
+import socket, time
+s = socket.create_connection(("203.0.113.1", 3128), timeout=10)
+s.sendall(b"GET http://raw.test:86/s1 HTTP/1.1\r\nHost: raw.test:86\r\n\r\n")
+time.sleep(0.1)  # the origin answers 0.3 s late: the gateway is waiting for it
+s.sendall(b"GET http://raw.test:86/s2 HTTP/1.1\r\nHost: raw.test:86\r\n\r\n")
+s.shutdown(socket.SHUT_WR)  # and nothing more
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.count(b"HTTP/1.1 200"), data.count(b"raw-origin ok"), "closed")
+PYC
+)
+check "a second request sent while the first waits for its answer, then the client's end: both answered, in order, then closed" \
+	"2 2 closed" "$out"
+check "... the origin read them in order" "/s1 /s2" \
+	"$(grep -o ' /s[12] ' "$R/requests.log" | tr -d ' ' | tr '\n' ' ' | sed 's/ $//')"
+check "... each audited" "1 1" "$(audit_count '"path":"/s1"') $(audit_count '"path":"/s2"')"
 
 check "the gateway is still serving" "$OK" "$(get http://raw.test/last)"
 

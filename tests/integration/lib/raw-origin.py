@@ -24,6 +24,7 @@
 #                once sent
 #        headbody like full, but a HEAD is answered with a body ("EVIL")
 #        hang    read a request, log it, never answer
+#        slow    like full, but each answer 0.3 s late
 # Logs, in LOGDIR:
 #   conn-N.bin     every byte connection N received, as it came
 #   requests.log   one line per request read:
@@ -158,6 +159,8 @@ class Conn:
                 "conn=%d port=%s %s %s body=%d sha256=%s"
                 % (self.n, self.port, method, target, len(body), digest)
             )
+            if mode == "slow":
+                threading.Event().wait(0.3)
             evil = b"HTTP/1.1 200 X\r\nContent-Length: 4\r\n\r\nEVIL"
             ok = b"raw-origin ok " + digest.encode()
             if mode == "trail":
