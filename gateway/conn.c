@@ -250,10 +250,29 @@ static void write_done(uv_write_t *req, int status)
 int conn_send_owned(struct conn *c, bool to_client, char *data, size_t len, bool close_after)
 {
 	uv_stream_t *dst = to_client ? (uv_stream_t *)&c->client : conn_upstream(c);
-	struct wreq *w = calloc(1, sizeof(*w));
 	uv_buf_t b = uv_buf_init(data, (unsigned)len);
+	struct wreq *w;
 	int r;
 
+	/* Written at once where the socket has room (nothing queued before
+	 * it: uv_try_write says EAGAIN otherwise), the usual case: no
+	 * request, no callback, and none of the epoll_ctl libuv makes after
+	 * each queued write. What is done then needs no callback either:
+	 * nothing waited on this queue. The rest, if any, is queued. */
+	if (!close_after && len) {
+		r = uv_try_write(dst, &b, 1);
+		if (r == (int)len) {
+			free(data);
+			return 0;
+		}
+		if (r < 0 && r != UV_EAGAIN) {
+			free(data);
+			return r;
+		}
+		if (r > 0)
+			b = uv_buf_init(data + r, (unsigned)(len - (size_t)r));
+	}
+	w = calloc(1, sizeof(*w));
 	if (!w) {
 		free(data);
 		return -ENOMEM;
