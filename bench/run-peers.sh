@@ -47,7 +47,7 @@
 # Environment: DURATION (seconds per wrk run, default 5), REPS (default 3),
 # CONNS (wrk connections, default 50), THREADS (wrk threads, default: the
 # CPUs), STRACE (1: count sluice's system calls in a keep-alive run), PERF (1:
-# profile one with perf), STARTUP_N (default 20).
+# profile one with perf; PERF_KEEP=FILE keeps its perf.data), STARTUP_N (default 20).
 # Exit: 0 ran, 1 setup or a run failed, 77 skipped (not root, or wrk, nginx,
 # curl or python3 missing; squid and tinyproxy only lose their column).
 set -u
@@ -274,7 +274,7 @@ echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), wrk $("$WRK" -v 2>&1 | sed -n 
 	[ -n "$tiny_pid" ] && echo ", tinyproxy $("$TINYPROXY" -v | sed 's/^tinyproxy //')")"
 
 cat >"$T/driver.py" <<'PY'
-import os, re, statistics, subprocess, sys, time, urllib.request
+import os, re, shutil, statistics, subprocess, sys, time, urllib.request
 
 (wrk, o, g, host, cert, duration, reps, conns, threads, big, tmp,
  gw_pid, squid_pid, tiny_pid, strace, perf) = sys.argv[1:17]
@@ -537,7 +537,7 @@ if perf == "1":
         except OSError:
             pass
     data = os.path.join(tmp, "perf.data")
-    pr = subprocess.Popen(["perf", "record", "-q", "-g", "-o", data, "-p", ",".join(pids)],
+    pr = subprocess.Popen(["perf", "record", "-q", "--call-graph", "dwarf,8192", "-o", data, "-p", ",".join(pids)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)
     try:
@@ -547,6 +547,8 @@ if perf == "1":
         failed.append("perf run: %s" % e)
     pr.send_signal(2)
     pr.wait(timeout=60)
+    if os.environ.get("PERF_KEEP"):
+        shutil.copy(data, os.environ["PERF_KEEP"])
     if r:
         print()
         print("sluice, keep-alive, under perf record -g: where its CPU goes (self, top 30):")

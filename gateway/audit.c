@@ -85,14 +85,12 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-static void put_string(struct out *o, const char *key, const char *s)
+static void put_string(struct out *o, const char *key, size_t key_len, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n, i, start;
 
-	puts_(o, ",\"");
-	puts_(o, key);
-	puts_(o, "\":");
+	put(o, key, key_len);
 	if (!s) {
 		puts_(o, "null");
 		return;
@@ -134,52 +132,85 @@ static void put_string(struct out *o, const char *key, const char *s)
 	puts_(o, "\"");
 }
 
-static void put_int(struct out *o, const char *key, int64_t v)
+/* v's decimal digits at the end of buf[0..size), width at least min (zero
+ * padded); returns where they begin. */
+static char *digits(char *buf, size_t size, uint64_t v, unsigned min)
 {
-	char num[32];
+	char *p = buf + size;
 
-	puts_(o, ",\"");
-	puts_(o, key);
-	puts_(o, "\":");
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while ((v || (unsigned)(buf + size - p) < min) && p > buf);
+	return p;
+}
+
+static void put_int(struct out *o, const char *key, size_t key_len, int64_t v)
+{
+	char num[24], *p;
+
+	put(o, key, key_len);
 	if (v < 0) {
 		puts_(o, "null");
 		return;
 	}
-	snprintf(num, sizeof(num), "%lld", (long long)v);
-	puts_(o, num);
+	p = digits(num, sizeof(num), (uint64_t)v, 1);
+	put(o, p, (size_t)(num + sizeof(num) - p));
+}
+
+/* ,"name": with its length, for put_string and put_int. */
+#define KEY(name) ",\"" name "\":", sizeof(",\"" name "\":") - 1
+
+/* The time, "2025-11-30T09:30:00.123Z": gmtime_r once a second. */
+static void put_time(struct out *o, uint64_t ts_ms)
+{
+	static __thread time_t last = -1;
+	static __thread char date[64]; /* "2025-11-30T09:30:" */
+	time_t secs = (time_t)(ts_ms / 1000);
+	char frac[8], *p;
+
+	if (secs != last) {
+		struct tm tm;
+
+		gmtime_r(&secs, &tm);
+		snprintf(date, sizeof(date), "%04d-%02d-%02dT%02d:%02d:", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
+		last = secs;
+	}
+	puts_(o, date);
+	p = digits(frac, sizeof(frac), (uint64_t)(secs % 60), 2);
+	put(o, p, (size_t)(frac + sizeof(frac) - p));
+	put(o, ".", 1);
+	p = digits(frac, sizeof(frac), ts_ms % 1000, 3);
+	put(o, p, (size_t)(frac + sizeof(frac) - p));
 }
 
 int sl_audit_format(const struct sl_audit_record *r, char *buf, size_t size)
 {
 	struct out o = { .buf = buf, .size = size };
-	time_t secs = (time_t)(r->ts_ms / 1000);
-	struct tm tm;
-	char ts[64];
 
 	if (size < SL_AUDIT_LINE_MAX)
 		return -ENOSPC;
-	gmtime_r(&secs, &tm);
-	snprintf(ts, sizeof(ts), "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03uZ\"", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (unsigned)(r->ts_ms % 1000));
-	puts_(&o, ts);
-	put_string(&o, "sandbox", r->sandbox);
-	put_string(&o, "event", r->event);
-	put_string(&o, "client", r->client);
-	put_string(&o, "method", r->method);
-	put_string(&o, "host", r->host);
-	put_int(&o, "port", r->port);
-	put_string(&o, "path", r->path);
-	put_int(&o, "status", r->status);
-	put_string(&o, "decision", r->decision);
-	put_string(&o, "rule", r->rule);
-	put_string(&o, "reason", r->reason);
-	put_string(&o, "tls", r->tls);
-	put_string(&o, "sni", r->sni);
-	put_string(&o, "credential", r->credential);
-	put_int(&o, "bytes_up", r->bytes_up);
-	put_int(&o, "bytes_down", r->bytes_down);
-	put_int(&o, "duration_ms", r->duration_ms);
+	puts_(&o, "{\"ts\":\"");
+	put_time(&o, r->ts_ms);
+	puts_(&o, "Z\"");
+	put_string(&o, KEY("sandbox"), r->sandbox);
+	put_string(&o, KEY("event"), r->event);
+	put_string(&o, KEY("client"), r->client);
+	put_string(&o, KEY("method"), r->method);
+	put_string(&o, KEY("host"), r->host);
+	put_int(&o, KEY("port"), r->port);
+	put_string(&o, KEY("path"), r->path);
+	put_int(&o, KEY("status"), r->status);
+	put_string(&o, KEY("decision"), r->decision);
+	put_string(&o, KEY("rule"), r->rule);
+	put_string(&o, KEY("reason"), r->reason);
+	put_string(&o, KEY("tls"), r->tls);
+	put_string(&o, KEY("sni"), r->sni);
+	put_string(&o, KEY("credential"), r->credential);
+	put_int(&o, KEY("bytes_up"), r->bytes_up);
+	put_int(&o, KEY("bytes_down"), r->bytes_down);
+	put_int(&o, KEY("duration_ms"), r->duration_ms);
 	puts_(&o, "}\n");
 	/* Fields are capped so that 17 of them always fit; this cannot
 	 * happen, and if it did the line would be cut, so refuse it. */

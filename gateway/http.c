@@ -96,15 +96,6 @@ static int on_headers_complete(llhttp_t *p)
 	return HPE_PAUSED;
 }
 
-bool sl_http_span_eq(const struct sl_http_span *s, const char *lit)
-{
-	return s->len == strlen(lit) && memcmp(s->p, lit, s->len) == 0;
-}
-
-bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit)
-{
-	return s->len == strlen(lit) && strncasecmp(s->p, lit, s->len) == 0;
-}
 
 bool sl_http_header_has_token(const struct sl_http_request *r, const char *name, const char *tok,
 			      size_t tok_len)

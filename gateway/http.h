@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #define SL_HTTP_MAX_HEADERS 128
@@ -50,8 +52,17 @@ int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 const struct sl_http_span *sl_http_header(const struct sl_http_request *r, const char *name,
 					  size_t *ret_count);
 
-bool sl_http_span_eq(const struct sl_http_span *s, const char *lit);
-bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit);
+/* Inline: with a literal, its length is known when compiled (the header
+ * checks call these for every header of every message). */
+static inline bool sl_http_span_eq(const struct sl_http_span *s, const char *lit)
+{
+	return s->len == strlen(lit) && memcmp(s->p, lit, s->len) == 0;
+}
+
+static inline bool sl_http_span_caseeq(const struct sl_http_span *s, const char *lit)
+{
+	return s->len == strlen(lit) && strncasecmp(s->p, lit, s->len) == 0;
+}
 /* Does any header called name (case ignored; every one of them, not only
  * the first) list tok[0..tok_len) in its comma-separated value, case
  * ignored (Connection: keep-alive, Upgrade)? */

@@ -72,6 +72,21 @@ static void test_record(void **state)
 	assert_non_null(strstr(fmt(&r), "\"port\":null,"));
 	assert_non_null(strstr(line, "\"status\":null,"));
 	assert_non_null(strstr(line, "\"bytes_up\":null,"));
+
+	/* The time, as the second it falls in changes (the date part is
+	 * kept from one record to the next within a second): zero padded. */
+	r.ts_ms = 1764495009005ULL;
+	assert_non_null(strstr(fmt(&r), "{\"ts\":\"2025-11-30T09:30:09.005Z\","));
+	r.ts_ms = 1764495009999ULL;
+	assert_non_null(strstr(fmt(&r), "{\"ts\":\"2025-11-30T09:30:09.999Z\","));
+	r.ts_ms = 1764547199000ULL + 60000; /* 2025-12-01T00:00:59 */
+	assert_non_null(strstr(fmt(&r), "{\"ts\":\"2025-12-01T00:00:59.000Z\","));
+	r.ts_ms = 1764495000123ULL;
+	assert_non_null(strstr(fmt(&r), "{\"ts\":\"2025-11-30T09:30:00.123Z\","));
+	r.ts_ms = 0;
+	r.bytes_down = 1234567890123LL;
+	assert_non_null(strstr(fmt(&r), "{\"ts\":\"1970-01-01T00:00:00.000Z\","));
+	assert_non_null(strstr(line, "\"bytes_down\":1234567890123,"));
 }
 
 static void test_escaping(void **state)
