@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One proxy connection, shared by the files that handle it. The core:
- * conn.c (accept, lifetime and state, writes, timers, reading heads, the
- * relay, the next request, the audit record) and above it conn-decide.c
- * (decide, resolve, connect); conn-headers.c (request-head checks) between
- * the two. The handlers, one per way in, above the core: conn-http.c
+ * conn.c (lifetime and state, writes, timers, reading heads, the relay,
+ * the next request, the audit record), with conn-pool.c (kept-alive origin
+ * connections) and conn-answer.c (the gateway's own answers) below it and
+ * conn-accept.c (accept, the peer checked) above it; above them
+ * conn-decide.c (decide, resolve, connect); conn-headers.c (request-head
+ * checks) between the two. The handlers, one per way in, above the core: conn-http.c
  * (plain HTTP: the proxy's requests, bodies, responses, keep-alive),
  * conn-tunnel.c (CONNECT and the ClientHello check, opaque relays),
  * conn-capture.c (transparent capture), conn-inspect.c (inspect.c's

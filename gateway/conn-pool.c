@@ -23,7 +23,7 @@
 #include "gateway-internal.h"
 #include "macro.h"
 
-#define POOL_MAX 256
+#define POOL_MAX 64 /* limits.c's FD_RESERVE counts them */
 #define POOL_PER_HOST 64
 #define POOL_IDLE_MS 30000
 

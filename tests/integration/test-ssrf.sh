@@ -188,14 +188,14 @@ out=$(world_host timeout 10 "$SLUICE" gateway --policy "$T/policy.yaml" --listen
 	--max-connections 1048576 2>&1)
 rc=$?
 check "a --max-connections that cannot fit the open-file limit is refused at start (exit 2)" "2" "$rc"
-check_has "... saying what it needs" "--max-connections 1048576: 1048576 connections need 2097376 open files" "$out"
+check_has "... saying what it needs" "--max-connections 1048576: 1048576 connections need 2097440 open files" "$out"
 
 # Whether it started is for the checks below to say.
 world_gateway_up "$T/gw2.log" 3129 prlimit --nofile=256:4096 "$SLUICE" gateway \
 	--policy "$T/policy.yaml" --listen 203.0.113.1:3129 --resolver "$WORLD_NET_ADDR:53" \
 	--max-connections 200 --connect-timeout 5000
 gw2_pid=$world_gw_pid
-check "under a soft limit of 256 files, --max-connections 200 raises it to what 200 need" "624" \
+check "under a soft limit of 256 files, --max-connections 200 raises it to what 200 need" "688" \
 	"$(awk '/^Max open files/ { print $4 }' "/proc/$gw2_pid/limits")"
 out=$(world_host "$PY" - <<'PYC'
 import socket
