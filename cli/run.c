@@ -48,6 +48,7 @@
 #include "policy.h"
 #include "pty.h"
 #include "sandbox-serve.h"
+#include "trace.h"
 
 /* Like env(1) and container runtimes: 125 when sluice itself failed, so
  * that it is told apart from the command's own statuses. */
@@ -91,6 +92,7 @@ struct run {
 	char **env;
 	char **env_drop; /* variables never passed on: env secrets */
 	struct sl_tls_setup tls; /* secrets and the sandbox's CA */
+	struct sl_netns_releaser releaser; /* the teardown's waiting, after us */
 };
 
 /* What an SDK that insists on a key is given instead of the real one. */
@@ -202,13 +204,18 @@ static void run_usage(FILE *f)
 
 static void run_teardown(struct run *r)
 {
+	sl_trace("teardown");
 	sl_serve_gateway_stop(&r->serve);
+	sl_trace("gateway stopped");
 
 	/* The veth goes first: the sandbox is cut off before anything else. */
-	sl_netns_sandbox_free(TAKE_PTR(r->sandbox));
+	sl_netns_sandbox_release(TAKE_PTR(r->sandbox), &r->releaser);
+	sl_trace("sandbox freed");
 	sl_serve_rules_remove(&r->serve);
+	sl_trace("rules removed");
 	/* Whatever is left of the sandbox dies here, before its uid is free. */
 	sl_netns_cgroup_free(TAKE_PTR(r->cgroup));
+	sl_trace("cgroup freed");
 	sl_netns_proc_close(&r->proc);
 	sl_pty_close(&r->pty);
 	if (r->uid_lock >= 0)
@@ -220,6 +227,7 @@ static void run_teardown(struct run *r)
 	for (size_t i = 0; i < r->n_binds; i++)
 		free((char *)r->binds[i].path);
 	r->n_binds = 0;
+	sl_trace("teardown done");
 }
 
 static int load_policy(struct run *r)
@@ -335,15 +343,19 @@ static int setup(struct run *r, const sigset_t *child_mask)
 		return RUN_EXIT_SETUP; /* cannot happen: the arguments were checked */
 	r->serve.pool = cfg.pool;
 	/* Always a cgroup: nothing the command forks escapes the teardown. */
+	sl_trace("setup");
 	ret = sl_netns_cgroup_new(&r->args.limits, &r->cgroup, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("cgroup made");
 	ret = sl_netns_sandbox_new(&cfg, &r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("sandbox network made");
 	ret = sl_serve_rules_install(&r->serve, r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("rules installed");
 	/* Secrets the policy reads from sluice's own environment are names we
 	 * must keep out of the sandbox's: noted before the gateway takes the
 	 * policy. */
@@ -369,6 +381,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	ret = sl_tls_make_ca(&r->tls, sl_netns_sandbox_host_ifname(r->sandbox), err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("CA made");
 	for (size_t i = 0; i < r->args.n_trust; i++) {
 		ret = sl_tls_add_trust(&r->tls, r->args.trust[i], err, sizeof(err));
 		if (ret < 0)
@@ -415,6 +428,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	    &r->proc, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("sandbox spawned");
 	sl_closep(&r->pty.slave);
 	r->pty.slave = -1;
 	r->serve.tls = &r->tls;
@@ -424,9 +438,11 @@ static int setup(struct run *r, const sigset_t *child_mask)
 				     r->args.resolver, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("gateway ready");
 	ret = sl_netns_spawn_go(&r->proc, &exec_errno, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
+	sl_trace("command executed");
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
@@ -666,11 +682,13 @@ int sl_cmd_run(int argc, char **argv)
 	struct run r = {.serve = SL_SERVE_INIT("sluice run"),
 			.uid_lock = -1,
 			.pty = {.master = -1, .slave = -1},
-			.proc = {.efd = -1, .go = -1, .alive = -1}};
+			.proc = {.efd = -1, .go = -1, .alive = -1},
+			.releaser = {.pid = -1, .sock = -1}};
 	sigset_t set, old;
 	char err[512];
 	int ret;
 
+	sl_trace("start");
 	if (sl_netns_run_args_parse(argc, argv, &r.args, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_usage(stderr);
@@ -700,7 +718,12 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return r.args.user ? SL_EXIT_USAGE : RUN_EXIT_SETUP;
 	}
+	sl_trace("user picked");
 	choose_home(&r);
+	/* Before anything secret is read: it keeps a copy of our memory. A
+	 * run without one is only slower to end. */
+	if (sl_netns_releaser_start(&r.releaser) == 0)
+		r.serve.releaser = &r.releaser;
 	/* Secrets are read now, as root, and refused if the sandbox's user
 	 * could read them too; nothing of them reaches the sandbox. */
 	r.tls.sandbox_writable = r.writable;
@@ -730,6 +753,7 @@ int sl_cmd_run(int argc, char **argv)
 		return ret;
 	}
 	ret = exit_status(supervise(&r, &set));
+	sl_trace("command exited");
 	if (r.audit_failed)
 		ret = RUN_EXIT_AUDIT;
 	else if (r.gateway_died)

@@ -31,6 +31,7 @@
 #include "macro.h"
 #include "policy-file.h"
 #include "serve-internal.h"
+#include "trace.h"
 
 /* Where the gateway's process is chrooted: empty, root's, not writable. */
 /* How long the gateway may take to set up, to answer a reload, and to
@@ -49,7 +50,6 @@
 struct inside {
 	int capture_fd;
 	struct sl_nft_nflog *nflog;
-	struct sl_nft *nft;
 	bool blocked; /* the NFLOG group and the counters too (with an audit log) */
 	char *err;
 	size_t errlen;
@@ -88,10 +88,7 @@ static int make_inside(void *userdata)
 	in->capture_fd = fd;
 	if (!in->blocked)
 		return 0;
-	r = sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, &in->nflog, in->err, in->errlen);
-	if (r < 0)
-		return r;
-	return sl_nft_open(&in->nft, in->err, in->errlen);
+	return sl_nft_nflog_open(SL_SERVE_NFLOG_GROUP, &in->nflog, in->err, in->errlen);
 }
 
 static void owned_add(struct sl_gw_config *cfg, const struct sl_netns_pool *p)
@@ -122,6 +119,15 @@ static void owned_ranges(const struct sl_serve *t, struct sl_gw_config *cfg)
 	owned_add(cfg, &t->pool);
 	if (sl_netns_pool_parse(SL_NETNS_DEFAULT_POOL, &def) == 0)
 		owned_add(cfg, &def);
+}
+
+/* Our copy of an nftables socket goes; with a releaser, its copy goes
+ * after we are gone (release.c says why). */
+static void nft_let_go(const struct sl_serve *t, struct sl_nft *nft)
+{
+	if (nft && t->releaser)
+		(void)sl_netns_releaser_hold(t->releaser, sl_nft_fd(nft));
+	sl_nft_close(nft);
 }
 
 /* ---- The gateway's process, from the supervisor's side ---- */
@@ -295,12 +301,14 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 	snprintf(c.listen_dns, sizeof(c.listen_dns), "%s:%u", ip, SL_SERVE_PORT_DNS);
 
 	ret = sl_netns_sandbox_run_inside(sb, make_inside, &in);
+	sl_trace("gateway sockets made");
 	if (ret >= 0)
 		ret = sl_cli_gateway_root(err, errlen);
 	/* A uid of its own: not root, not the command's, not another
 	 * sandbox's gateway's. */
 	if (ret >= 0)
 		ret = sl_netns_user_allocate(NULL, &t->gw_user, &t->gw_uid_lock, err, errlen);
+	sl_trace("gateway uid allocated");
 	if (ret >= 0) {
 		c.capture_fd = in.capture_fd;
 		c.nflog = in.nflog;
@@ -314,11 +322,11 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 	sl_closep(&in.capture_fd);
 	sl_nft_nflog_close(in.nflog);
 	sl_audit_close(c.audit);
-	t->nft_inside = in.nft;
 	t->audit_on = audit != NULL;
 	if (ret < 0)
 		return ret;
 	sl_policy_free(TAKE_PTR(*policy));
+	sl_trace("gateway forked");
 	return wait_ready(t, err, errlen);
 }
 
@@ -359,7 +367,8 @@ void sl_serve_gateway_stop(struct sl_serve *t)
 	sl_closep(&t->gw_commands);
 	sl_closep(&t->gw_pidfd);
 	t->gw_events = t->gw_commands = t->gw_pidfd = -1;
-	sl_nft_close(TAKE_PTR(t->nft_inside));
+	sl_trace("gateway reaped");
+	nft_let_go(t, TAKE_PTR(t->nft_inside));
 	/* Every process of the uid is gone: it can go. */
 	if (t->gw_uid_lock >= 0)
 		sl_netns_user_release(NULL, t->gw_user.uid, TAKE_FD(t->gw_uid_lock));
@@ -525,10 +534,13 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 
 /* ---- The fence ---- */
 
+/* The socket it is sent through stays open (sl_nft_sandbox_apply_nft says
+ * why), for the counters; it goes in sl_serve_gateway_stop(). */
 static int apply_sandbox_rules(void *userdata)
 {
 	const struct sl_netns_sandbox *sb = ((void **)userdata)[0];
 	char *err = ((void **)userdata)[1];
+	struct sl_serve *s = ((void **)userdata)[2];
 	struct sl_nft_sandbox cfg = {
 	    .gateway = sl_netns_sandbox_host_addr(sb),
 	    .tcp_ports = {SL_SERVE_PORT_PROXY, SL_SERVE_PORT_DNS},
@@ -539,8 +551,14 @@ static int apply_sandbox_rules(void *userdata)
 	    .capture_port = SL_SERVE_PORT_CAPTURE,
 	    .dns_port = SL_SERVE_PORT_DNS,
 	};
+	int r;
 
-	return sl_nft_sandbox_apply(&cfg, err, 512);
+	if (!s->nft_inside) {
+		r = sl_nft_open(&s->nft_inside, err, 512);
+		if (r < 0)
+			return r;
+	}
+	return sl_nft_sandbox_apply_nft(s->nft_inside, &cfg, err, 512);
 }
 
 int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb, char *err,
@@ -557,7 +575,7 @@ int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb
 	    .udp_ports = {SL_SERVE_PORT_DNS},
 	    .n_udp_ports = 1,
 	};
-	void *inside[2] = {(void *)sb, err};
+	void *inside[3] = {(void *)sb, err, s};
 	int ret;
 
 	if (errlen < 512)
@@ -568,6 +586,7 @@ int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb
 	ret = sl_nft_host_apply(s->nft, &host, &s->host_rules_owned, err, errlen);
 	if (ret < 0)
 		return ret;
+	sl_trace("host rules applied");
 	s->host_rules = true;
 	snprintf(s->host_table, sizeof(s->host_table), "%s", ifname);
 	return sl_netns_sandbox_run_inside(sb, apply_sandbox_rules, inside);
@@ -577,9 +596,12 @@ void sl_serve_rules_remove(struct sl_serve *s)
 {
 	char err[512];
 
-	if (s->host_rules && !s->host_rules_owned && s->nft)
+	/* Owned tables vanish with the socket, but a releaser keeps it. */
+	if (s->host_rules && (!s->host_rules_owned || s->releaser) && s->nft)
 		(void)sl_nft_host_delete(s->nft, s->host_table, err, sizeof(err));
 	s->host_rules = false;
-	/* Owned tables vanish with the socket. */
-	sl_nft_close(TAKE_PTR(s->nft));
+	/* Made with the sandbox's rules, if the gateway never took over. */
+	nft_let_go(s, TAKE_PTR(s->nft_inside));
+	nft_let_go(s, TAKE_PTR(s->nft));
+	sl_trace("host nft socket closed");
 }

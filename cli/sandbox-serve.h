@@ -69,6 +69,11 @@ struct sl_serve {
 	bool audit_on;
 	int64_t counters_ms; /* when they were last read for it */
 
+	/* When set (borrowed), it holds a copy of every nftables socket we
+	 * close, so that the kernel's wait on the last close is its, after we
+	 * are gone, and owned tables are deleted by a commit of their own. */
+	const struct sl_netns_releaser *releaser;
+
 	/* The host side's rules. */
 	struct sl_nft *nft;
 	char host_table[32]; /* the name the host rules were installed under */

@@ -29,6 +29,7 @@
 #include "gw-process.h"
 #include "macro.h"
 #include "serve-internal.h"
+#include "trace.h"
 
 /* A flood of blocked packets must not hold the loop: this many reads per
  * wakeup, then the other handles get their turn. What the kernel cannot
@@ -416,8 +417,10 @@ static void setup(struct gw_proc *g, struct sl_serve_child *c)
 		snprintf(err, sizeof(err), "gateway: %s", why);
 		fail(g, err);
 	}
+	sl_trace("gw: loop made");
 	if (sl_gw_resolver_new(&g->loop, c->resolver, &g->resolver, err, sizeof(err)) < 0)
 		fail(g, err);
+	sl_trace("gw: resolver made");
 	c->cfg.audit_failed = audit_failed;
 	c->cfg.audit_failed_data = g;
 	r = sl_gw_new(&g->loop, &c->cfg, TAKE_PTR(c->policy), g->resolver, g->audit, &g->gw);
@@ -425,10 +428,12 @@ static void setup(struct gw_proc *g, struct sl_serve_child *c)
 		snprintf(err, sizeof(err), "gateway: %s", strerror(-r));
 		fail(g, err);
 	}
+	sl_trace("gw: gateway made");
 	/* The system's store whole now: once confined, nothing can be opened. */
 	if (c->tls && sl_tls_apply(c->tls, g->gw, c->upstream_ca, err,
 				   sizeof(err)) < 0)
 		fail(g, err);
+	sl_trace("gw: tls applied");
 	if (sl_gw_listen_proxy(g->gw, c->listen_proxy, err, sizeof(err)) < 0 ||
 	    sl_gw_listen_dns(g->gw, c->listen_dns, err, sizeof(err)) < 0 ||
 	    sl_gw_listen_capture_fd(g->gw, c->capture_fd, err, sizeof(err)) < 0 ||
@@ -467,8 +472,10 @@ _Noreturn void sl_serve_child_main(struct sl_serve_child *c)
 		snprintf(text, sizeof(text), "gateway: closing the supervisor's files: %m");
 		fail(&g, text);
 	}
+	sl_trace("gw: started");
 	setup(&g, c);
 	secrets_settle(c->tls);
+	sl_trace("gw: set up");
 	if (sl_gw_confine(&conf, err, sizeof(err)) < 0) {
 		snprintf(text, sizeof(text), "gateway: cannot confine: %s", err);
 		fail(&g, text);

@@ -15,6 +15,7 @@
 
 #include "macro.h"
 #include "tls-setup.h"
+#include "trace.h"
 
 const char *const sl_ca_env_vars[] = {
     "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
@@ -81,6 +82,7 @@ int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, 
 		snprintf(err, errlen, "making the sandbox's CA: %s", ebuf);
 		return r;
 	}
+	sl_trace("CA key and certificate made");
 	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST) {
 		r = negative_errno();
 		snprintf(err, errlen, "/run/sluice: %s", strerror(-r));

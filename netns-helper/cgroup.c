@@ -45,6 +45,7 @@
 struct group {
 	char *dir;
 	int procs_fd; /* cgroup.procs, opened before the fork */
+	int dir_fd;   /* v2: the group's directory, for CLONE_INTO_CGROUP */
 	bool v2;
 	bool freezer; /* in the v1 freezer hierarchy */
 };
@@ -242,7 +243,7 @@ static int add_group(struct sl_netns_cgroup *cg, const char *parent, bool v2, st
 		return sl_err(err, errlen, -E2BIG, "cgroup: too many hierarchies");
 	remove_stale(parent);
 	g = &cg->g[cg->n];
-	*g = (struct group){.procs_fd = -1, .v2 = v2};
+	*g = (struct group){.procs_fd = -1, .dir_fd = -1, .v2 = v2};
 	g->dir = strdup(dir);
 	if (!g->dir)
 		return sl_err(err, errlen, -ENOMEM, "cgroup: out of memory");
@@ -252,6 +253,12 @@ static int add_group(struct sl_netns_cgroup *cg, const char *parent, bool v2, st
 		return r;
 	}
 	cg->n++;
+	if (v2) {
+		g->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (g->dir_fd < 0)
+			return sl_err(err, errlen, negative_errno(), "cgroup: opening %s: %m",
+				      dir);
+	}
 	g->procs_fd = open(strcat(dir, "/cgroup.procs"), O_WRONLY | O_CLOEXEC);
 	if (g->procs_fd < 0)
 		return sl_err(err, errlen, negative_errno(), "cgroup: opening %s: %m", dir);
@@ -392,11 +399,20 @@ int sl_netns_cgroup_new(const struct sl_netns_limits *limits, struct sl_netns_cg
 	return 0;
 }
 
-int sl_netns_cgroup_join(const struct sl_netns_cgroup *cg, char *err, size_t errlen)
+int sl_netns_cgroup_v2_fd(const struct sl_netns_cgroup *cg)
+{
+	for (size_t i = 0; cg && i < cg->n; i++)
+		if (cg->g[i].v2)
+			return cg->g[i].dir_fd;
+	return -1;
+}
+
+int sl_netns_cgroup_join(const struct sl_netns_cgroup *cg, bool born_in_v2, char *err,
+			 size_t errlen)
 {
 	for (size_t i = 0; cg && i < cg->n; i++)
 		/* "0" is the writer itself, in v1 and v2 alike. */
-		if (write(cg->g[i].procs_fd, "0", 1) != 1)
+		if (!(born_in_v2 && cg->g[i].v2) && write(cg->g[i].procs_fd, "0", 1) != 1)
 			return sl_err(err, errlen, negative_errno(), "joining cgroup %s: %m",
 				      cg->g[i].dir);
 	return 0;
@@ -529,6 +545,7 @@ void sl_netns_cgroup_free(struct sl_netns_cgroup *cg)
 		struct group *g = &cg->g[i];
 
 		sl_closep(&g->procs_fd);
+		sl_closep(&g->dir_fd);
 		/* An exiting process may hold the group a moment longer
 		 * than it shows in cgroup.procs. */
 		for (int tries = 0; tries < 50; tries++) {

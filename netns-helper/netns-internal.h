@@ -4,9 +4,17 @@
 
 #include "netns.h"
 
-/* Move the calling process into every group of `cg`. Called by the child
- * before it drops privileges; uses only fds opened beforehand. */
-int sl_netns_cgroup_join(const struct sl_netns_cgroup *cg, char *err, size_t errlen);
+/* The directory fd of the v2 group of `cg`, for clone3(CLONE_INTO_CGROUP),
+ * or -1 when it has none. A child born there with that flag is a member
+ * from its first instruction, and nothing migrates it: writing a pid to
+ * cgroup.procs takes cgroup_threadgroup_rwsem for writing, which waits out
+ * an RCU grace period (tens of milliseconds on a busy machine). */
+int sl_netns_cgroup_v2_fd(const struct sl_netns_cgroup *cg);
+/* Move the calling process into every group of `cg` (but the v2 one when
+ * `born_in_v2`: clone3 put it there). Called by the child before it drops
+ * privileges; uses only fds opened beforehand. */
+int sl_netns_cgroup_join(const struct sl_netns_cgroup *cg, bool born_in_v2, char *err,
+			 size_t errlen);
 
 /* Build the command's filesystem view (mounts.c) in the caller's mount
  * namespace, which must be a fresh one; the caller is root, already in the

@@ -256,6 +256,33 @@ int sl_netns_sandbox_attach_activate(struct sl_netns_sandbox *sb, char *err, siz
  * open (for sl_netns_sandbox_run_inside) until sl_netns_sandbox_free(). */
 int sl_netns_sandbox_detach(struct sl_netns_sandbox *sb, char *err, size_t errlen);
 
+/* ---- The releaser (release.c): the teardown's waiting off its path. ---- */
+
+/* A child that holds copies of fds whose last close makes the closer wait
+ * for an RCU grace period, and deletes the veth (the deletion waits, after
+ * the link is gone from view), so that the caller waits only for what can
+ * be seen. It lives until the caller exits (or is killed), then closes
+ * what it holds. */
+struct sl_netns_releaser {
+	pid_t pid;
+	int sock; /* -1: none (closes and deletions are the caller's then) */
+};
+
+/* Fork it, while the caller is single-threaded and before anything secret
+ * is loaded: it keeps a copy of the memory it was forked with (the
+ * environment, which it wipes, aside). */
+int sl_netns_releaser_start(struct sl_netns_releaser *r);
+/* It holds a copy of fd until the caller is gone. */
+int sl_netns_releaser_hold(const struct sl_netns_releaser *r, int fd);
+/* It deletes the link `ifname` of the caller's namespace. */
+int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, const char *ifname);
+/* sl_netns_sandbox_free() with the slow half left to `r`: it holds the
+ * namespace and deletes the veth, and this returns once the host end has
+ * left the host's links; if that does not happen in time (or there is no
+ * releaser, or an attached sandbox), as sl_netns_sandbox_free(). Call it
+ * once the sandbox's processes are gone. */
+void sl_netns_sandbox_release(struct sl_netns_sandbox *sb, const struct sl_netns_releaser *r);
+
 int sl_netns_sandbox_fd(const struct sl_netns_sandbox *sb); /* the namespace */
 uint32_t sl_netns_sandbox_slot(const struct sl_netns_sandbox *sb);
 const char *sl_netns_sandbox_host_ifname(const struct sl_netns_sandbox *sb);

@@ -12,11 +12,14 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "nl.h"
@@ -251,6 +254,78 @@ int sl_nl_link_del(struct sl_nl *nl, const char *name, char *err, size_t errlen)
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
 	snprintf(what, sizeof(what), "deleting link %s", name);
 	return sl_nl_call(nl, nlh, NULL, NULL, what, err, errlen);
+}
+
+int sl_nl_link_watch(void)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = 1u << (RTNLGRP_LINK - 1)};
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+
+	if (fd < 0)
+		return negative_errno();
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = negative_errno();
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Does the link still exist? A lookup by index: ENODEV is the answer no. */
+static bool link_exists(struct sl_nl *nl, int ifindex)
+{
+	struct nlmsghdr *nlh = sl_nl_msg(nl, RTM_GETLINK, 0);
+
+	put_ifinfo(nlh, ifindex);
+	return sl_nl_call(nl, nlh, NULL, NULL, "looking up a link", NULL, 0) != -ENODEV;
+}
+
+/* 1 when the datagram holds the RTM_DELLINK of `ifindex`. */
+static bool says_gone(const char *buf, size_t len, int ifindex)
+{
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)buf;
+	int left = (int)len;
+
+	for (; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+		const struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
+
+		if (nlh->nlmsg_type == RTM_DELLINK && mnl_nlmsg_get_payload_len(nlh) >= sizeof(*ifm) &&
+		    ifm->ifi_index == ifindex)
+			return true;
+	}
+	return false;
+}
+
+int sl_nl_link_gone(struct sl_nl *nl, int watch, int ifindex, int timeout_ms)
+{
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct timespec now, end;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += timeout_ms / 1000;
+	end.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (end.tv_nsec >= 1000000000)
+		end.tv_sec++, end.tv_nsec -= 1000000000;
+	for (;;) {
+		ssize_t n = recv(watch, buf, sizeof(buf), 0);
+		long left;
+
+		if (n > 0 && says_gone(buf, (size_t)n, ifindex))
+			return 0;
+		/* Notifications were dropped (ENOBUFS): ours may be one. */
+		if (n < 0 && errno == ENOBUFS && !link_exists(nl, ifindex))
+			return 0;
+		if (n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOBUFS)
+			return negative_errno();
+		/* Bounded even while other links come and go. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
+		if (left <= 0)
+			return link_exists(nl, ifindex) ? -ETIMEDOUT : 0;
+		if (n < 0 && errno == EAGAIN)
+			(void)poll(&(struct pollfd){.fd = watch, .events = POLLIN}, 1, (int)left + 1);
+	}
 }
 
 int sl_nl_link_up(struct sl_nl *nl, int ifindex, const char *what, char *err, size_t errlen)

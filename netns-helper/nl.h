@@ -38,6 +38,14 @@ int sl_nl_link_index(struct sl_nl *nl, const char *name, int *ret, char *err, si
 int sl_nl_veth_add(struct sl_nl *nl, const char *name, const char *peer, int peer_netns_fd,
 		   char *err, size_t errlen);
 int sl_nl_link_del(struct sl_nl *nl, const char *name, char *err, size_t errlen);
+/* A socket that hears of links as they go (RTNLGRP_LINK) in the caller's
+ * namespace, nonblocking: open it before a link is made to go, so that its
+ * RTM_DELLINK cannot be missed. A negative errno on failure. */
+int sl_nl_link_watch(void);
+/* Until the link `ifindex` is gone: its RTM_DELLINK heard on `watch`, or
+ * (when the watch overflowed) a lookup that no longer finds it. 0, or
+ * -ETIMEDOUT once `timeout_ms` passed with the link still there. */
+int sl_nl_link_gone(struct sl_nl *nl, int watch, int ifindex, int timeout_ms);
 int sl_nl_link_up(struct sl_nl *nl, int ifindex, const char *what, char *err, size_t errlen);
 int sl_nl_addr_add(struct sl_nl *nl, int ifindex, struct in_addr addr, unsigned prefix, char *err,
 		   size_t errlen);

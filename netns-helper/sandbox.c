@@ -6,7 +6,9 @@
  * Lifetime: the namespace is held by an fd (and by the processes in it);
  * the veth by the namespaces of its two ends. sl_netns_sandbox_free()
  * deletes the veth synchronously so that nothing is left on the host when
- * sluice returns, whatever the command left running inside. If sluice is
+ * sluice returns, whatever the command left running inside;
+ * sl_netns_sandbox_release() has the releaser (release.c) delete it and
+ * waits only until the host end has left the host's links. If sluice is
  * SIGKILLed instead, the host end vanishes with the namespace once the
  * command is dead, and the next run removes a host end whose owner is gone
  * (its slot lock is free) before using the slot.
@@ -27,6 +29,7 @@
 
 #include "netns.h"
 #include "nl.h"
+#include "trace.h"
 #include "util.h"
 
 #define DEFAULT_LOCK_DIR "/run/sluice/pool"
@@ -34,6 +37,10 @@
 /* Looking further than this for a free slot means something is wrong
  * (thousands of live sandboxes, or a pool that overlaps the host's). */
 #define MAX_SLOT_TRIES 4096
+/* How long the releaser may take to have the veth gone (well under a
+ * millisecond, unless it is starved) before we delete it ourselves; the
+ * fence stays up meanwhile. */
+#define RELEASE_MS 1000
 
 struct sl_netns_sandbox {
 	int host_ns_fd; /* the caller's network namespace, to return to */
@@ -42,6 +49,7 @@ struct sl_netns_sandbox {
 	uint32_t slot;
 	struct in_addr host, peer;
 	char ifname[IFNAMSIZ];
+	int host_idx; /* the host end's ifindex */
 	bool link_created;
 	struct sl_nl *nl;    /* in the caller's namespace */
 	struct sl_nl *nl_sb; /* in the sandbox's */
@@ -87,6 +95,7 @@ void sl_netns_sandbox_free(struct sl_netns_sandbox *sb)
 	 * once, even if something in it outlives us. */
 	if (sb->link_created && sb->nl)
 		(void)sl_nl_link_del(sb->nl, sb->ifname, NULL, 0);
+	sl_trace("veth deleted");
 	sl_nl_routes_clear(&sb->saved);
 	sl_closep(&sb->ns_lock_fd);
 	sl_nl_close(sb->nl_sb);
@@ -95,6 +104,28 @@ void sl_netns_sandbox_free(struct sl_netns_sandbox *sb)
 	sl_closep(&sb->host_ns_fd);
 	sl_closep(&sb->lock_fd); /* releases the slot */
 	free(sb);
+}
+
+void sl_netns_sandbox_release(struct sl_netns_sandbox *sb, const struct sl_netns_releaser *r)
+{
+	int watch;
+
+	if (!sb)
+		return;
+	if (sb->attached || !sb->link_created || sb->host_idx <= 0 || !r || r->sock < 0) {
+		sl_netns_sandbox_free(sb);
+		return;
+	}
+	/* Listening before the deletion is asked for: its RTM_DELLINK
+	 * cannot be missed. */
+	watch = sl_nl_link_watch();
+	if (watch >= 0 && sl_netns_releaser_hold(r, sb->ns_fd) == 0 &&
+	    sl_netns_releaser_del_link(r, sb->ifname) == 0 &&
+	    sl_nl_link_gone(sb->nl, watch, sb->host_idx, RELEASE_MS) == 0)
+		sb->link_created = false; /* gone: nothing left to delete */
+	sl_closep(&watch);
+	sl_trace("veth gone");
+	sl_netns_sandbox_free(sb);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sl_netns_sandbox *, sl_netns_sandbox_free)
@@ -236,10 +267,13 @@ static int setup_host_end(struct sl_netns_sandbox *sb, const char *peer, char *e
 	r = sl_nl_veth_add(sb->nl, sb->ifname, peer, sb->ns_fd, err, errlen);
 	if (r < 0)
 		return r;
+	sl_trace("veth added");
 	sb->link_created = true;
 	r = sl_nl_link_index(sb->nl, sb->ifname, &idx, err, errlen);
 	if (r < 0)
 		return r;
+	if (!sb->attached)
+		sb->host_idx = idx;
 	/* IPv4 forwards a packet only if the interface it came in on has
 	 * forwarding on: off here, the sandbox is never routed onwards even
 	 * on a host that forwards (defence in depth; nftables drops it too). */
@@ -295,15 +329,19 @@ int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg, struct sl_ne
 	r = pick_slot(sb, cfg, err, errlen);
 	if (r < 0)
 		return r;
+	sl_trace("slot picked");
 	r = make_namespace(sb, err, errlen);
 	if (r < 0)
 		return r;
+	sl_trace("netns made");
 	r = setup_host_end(sb, PEER_IFNAME, err, errlen);
 	if (r < 0)
 		return r;
+	sl_trace("host end set up");
 	r = setup_sandbox_end(sb, err, errlen);
 	if (r < 0)
 		return r;
+	sl_trace("sandbox end set up");
 	/* The sandbox is configured; its socket is not needed any more. */
 	sl_nl_close(TAKE_PTR(sb->nl_sb));
 	*ret = TAKE_PTR(sb);

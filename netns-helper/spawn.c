@@ -23,6 +23,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "netns-internal.h"
+#include "trace.h"
 #include "util.h"
 
 struct child_error {
@@ -187,6 +189,7 @@ static _Noreturn void command_main(const struct sl_netns_spawn *s, int efd, int 
 	sigemptyset(&empty);
 	if (sigprocmask(SIG_SETMASK, s->sigmask ? s->sigmask : &empty, NULL) < 0)
 		child_fail(efd, errno, "setting the signal mask: %m");
+	sl_trace("command ready");
 	/* Everything is in place: say so, and wait for sluice's word. */
 	if (write(efd, &ready, sizeof(ready)) != sizeof(ready))
 		_exit(127);
@@ -228,8 +231,8 @@ static _Noreturn void init_loop(pid_t cmd, const sigset_t *set)
 	}
 }
 
-static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go, int alive,
-				pid_t parent)
+static _Noreturn void init_main(const struct sl_netns_spawn *s, bool born_in_v2, int efd, int go,
+				int alive, pid_t parent)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigset_t set;
@@ -237,10 +240,12 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go,
 	pid_t cmd;
 	int r;
 
+	sl_trace("init started");
 	arm_parent_death(efd, parent, alive);
-	r = sl_netns_cgroup_join(s->cgroup, err, sizeof(err));
+	r = sl_netns_cgroup_join(s->cgroup, born_in_v2, err, sizeof(err));
 	if (r < 0)
 		child_fail(efd, -r, "%s", err);
+	sl_trace("init joined cgroup");
 	if (setns(sl_netns_sandbox_fd(s->sandbox), CLONE_NEWNET) < 0)
 		child_fail(efd, errno, "entering the sandbox's network namespace: %m");
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -249,6 +254,7 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go,
 			      sizeof(err));
 	if (r < 0)
 		child_fail(efd, -r, "%s", err);
+	sl_trace("init fs set up");
 	/* The working directory still points into the host's mounts, under
 	 * what the view covers now (sluice started in /run would hand the
 	 * command /run's sockets): look its path up again in the view, and
@@ -278,6 +284,7 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go,
 		child_fail(efd, errno, "fork: %m");
 	if (cmd == 0)
 		command_main(s, efd, go);
+	sl_trace("init forked command");
 
 	/* The command holds what it needs; the init keeps nothing but `alive`,
 	 * not even the error pipe (its EOF tells sluice the command executed). */
@@ -291,12 +298,48 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, int efd, int go,
 	init_loop(cmd, &set);
 }
 
+/* The sandbox's init, in new pid, mount and IPC namespaces. fork() cannot
+ * give the child a pid namespace of its own; clone without a stack works as
+ * fork() does (the caller is single-threaded, so no lock of another thread
+ * is held in the copy). An IPC namespace too: System V objects and POSIX
+ * message queues of the host are out of reach, and what the command makes
+ * there dies with it instead of waiting for the next holder of its uid.
+ * clone3 puts it in the v2 group as it is born (*ret_born_in_v2), where
+ * the kernel can (Linux >= 5.7); any refusal (an older kernel, a seccomp
+ * filter of a container runtime) falls back to clone, and the init joins by
+ * writing cgroup.procs, which reports what really is wrong, if anything. */
+static pid_t clone_init(const struct sl_netns_spawn *s, bool *ret_born_in_v2)
+{
+	const uint64_t ns = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
+	int cg = sl_netns_cgroup_v2_fd(s->cgroup);
+	pid_t pid;
+
+	*ret_born_in_v2 = false;
+#ifdef SYS_clone3
+	if (cg >= 0) {
+		struct clone_args a = {
+		    .flags = ns | CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)cg};
+
+		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+		if (pid >= 0) {
+			*ret_born_in_v2 = true;
+			return pid;
+		}
+	}
+#else
+	(void)cg;
+#endif
+	pid = (pid_t)syscall(SYS_clone, SIGCHLD | ns, NULL, NULL, NULL, NULL);
+	return pid;
+}
+
 int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
 		   size_t errlen)
 {
 	struct child_error e = {0};
 	_cleanup_close_ int rfd = -1, wfd = -1, go_r = -1, go_w = -1, alive_r = -1, alive_w = -1;
 	pid_t parent = getpid(), pid;
+	bool born_in_v2;
 	size_t got = 0;
 	int p[2];
 
@@ -312,21 +355,14 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, ch
 		return sl_err(err, errlen, negative_errno(), "creating a pipe: %m");
 	alive_r = p[0];
 	alive_w = p[1];
-	/* fork() cannot give the child a pid namespace of its own; clone(2)
-	 * without a stack works as fork() does (the caller is single-threaded,
-	 * so no lock of another thread is held in the copy). */
-	/* An IPC namespace too: System V objects and POSIX message queues of
-	 * the host are out of reach, and what the command makes there dies
-	 * with it instead of waiting for the next holder of its uid. */
-	pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC, NULL,
-			     NULL, NULL, NULL);
+	pid = clone_init(s, &born_in_v2);
 	if (pid < 0)
 		return sl_err(err, errlen, negative_errno(), "creating the sandbox's namespaces: %m");
 	if (pid == 0) {
 		sl_closep(&rfd);
 		sl_closep(&go_w);
 		sl_closep(&alive_w);
-		init_main(s, wfd, go_r, alive_r, parent);
+		init_main(s, born_in_v2, wfd, go_r, alive_r, parent);
 	}
 	sl_closep(&wfd);
 	sl_closep(&go_r);

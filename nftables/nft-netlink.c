@@ -71,6 +71,11 @@ int sl_nft_open(struct sl_nft **ret, char *err, size_t errlen)
 	return 0;
 }
 
+int sl_nft_fd(const struct sl_nft *nft)
+{
+	return nft ? mnl_socket_get_fd(nft->nl) : -1;
+}
+
 void sl_nft_close(struct sl_nft *nft)
 {
 	if (!nft)

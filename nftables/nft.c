@@ -59,6 +59,14 @@ int sl_nft_sandbox_apply(const struct sl_nft_sandbox *cfg, char *err, size_t err
 	return send_once(nft, build_sandbox, cfg, err, errlen);
 }
 
+int sl_nft_sandbox_apply_nft(struct sl_nft *nft, const struct sl_nft_sandbox *cfg, char *err,
+			     size_t errlen)
+{
+	if (!nft || !cfg)
+		return -EINVAL;
+	return send_once(nft, build_sandbox, cfg, err, errlen);
+}
+
 int sl_nft_sandbox_delete(char *err, size_t errlen)
 {
 	_cleanup_(sl_nft_closep) struct sl_nft *nft = NULL;

@@ -38,6 +38,8 @@
 
 /* ---- The sandbox ruleset (applied inside the sandbox's namespace). ---- */
 
+struct sl_nft;
+
 struct sl_nft_sandbox {
 	struct in_addr gateway;                /* host end of the veth */
 	uint16_t tcp_ports[SL_NFT_MAX_PORTS];  /* gateway TCP ports allowed */
@@ -86,6 +88,12 @@ struct sl_nft_sandbox {
  * the previous table atomically.
  */
 int sl_nft_sandbox_apply(const struct sl_nft_sandbox *cfg, char *err, size_t errlen);
+/* The same through `nft`, a socket of the caller's made in the sandbox's
+ * namespace and kept open: closing an nftables socket waits (in the kernel,
+ * for the closer) until the namespace's last commit is an RCU grace period
+ * old, so a socket closed at once makes the start that much longer. */
+int sl_nft_sandbox_apply_nft(struct sl_nft *nft, const struct sl_nft_sandbox *cfg, char *err,
+			     size_t errlen);
 
 /* Delete table `inet sluice` from the current namespace (`sluice attach`
  * leaves a container's namespace as it found it). -ENOENT if there is none. */
@@ -100,6 +108,8 @@ struct sl_nft;
 /* Opens a NETLINK_NETFILTER socket in the current namespace. It stays
  * bound to that namespace, whichever thread uses it later. */
 int sl_nft_open(struct sl_nft **ret, char *err, size_t errlen);
+/* Its socket's fd, for handing a copy to a process that closes it later. */
+int sl_nft_fd(const struct sl_nft *nft);
 /* Closes it; every table created through it with the owner flag vanishes
  * with it (the kernel removes them). Accepts NULL. */
 void sl_nft_close(struct sl_nft *nft);
