@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,11 +332,52 @@ static int pick_user(struct run *r, char *err, size_t errlen)
 	return sl_netns_user_allocate(NULL, &r->user, &r->uid_lock, err, errlen);
 }
 
+/* The CA's thread. */
+struct ca_job {
+	struct run *r;
+	pthread_t thread;
+	bool started, joined;
+	int ret;
+	char err[512];
+};
+
+static void *make_ca(void *arg)
+{
+	struct ca_job *j = arg;
+
+	j->ret = sl_tls_make_ca(&j->r->tls, sl_netns_sandbox_host_ifname(j->r->sandbox), j->err,
+				sizeof(j->err));
+	return NULL;
+}
+
+/* Where no thread can be had, it is made when joined. */
+static void start_ca(struct run *r, struct ca_job *j)
+{
+	*j = (struct ca_job){.r = r};
+	j->started = pthread_create(&j->thread, NULL, make_ca, j) == 0;
+}
+
+/* Once the thread is gone: its result (err only on failure, if given). */
+static int join_ca(struct ca_job *j, char *err, size_t errlen)
+{
+	if (!j->r || j->joined)
+		return j->r ? j->ret : 0;
+	j->joined = true;
+	if (j->started)
+		(void)pthread_join(j->thread, NULL);
+	else
+		(void)make_ca(j);
+	if (j->ret < 0 && err)
+		snprintf(err, errlen, "%s", j->err);
+	return j->ret;
+}
+
 /* 0, or the status to exit with: 125 when sluice failed, 127 or 126 when
  * CMD could not be executed (not found, or not executable), as shells do. */
 static int setup(struct run *r, const sigset_t *child_mask)
 {
 	struct sl_netns_sandbox_config cfg = {0};
+	struct ca_job ca = {0};
 	int ret, exec_errno = 0;
 	char err[512];
 
@@ -352,10 +394,18 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	if (ret < 0)
 		goto fail;
 	sl_trace("sandbox network made");
+	/* The sandbox's own CA, whose key stays in this process, is made by a
+	 * thread meanwhile: key generation, signing and the bundle are a few
+	 * milliseconds of CPU that overlap the kernel's work on the rules and
+	 * the gateway's uid (a walk of /proc). Joined before anything forks. */
+	start_ca(r, &ca);
 	ret = sl_serve_rules_install(&r->serve, r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	sl_trace("rules installed");
+	ret = sl_serve_gateway_user(&r->serve, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
 	/* Secrets the policy reads from sluice's own environment are names we
 	 * must keep out of the sandbox's: noted before the gateway takes the
 	 * policy. */
@@ -377,8 +427,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 				goto fail;
 			}
 	}
-	/* The sandbox's own CA, whose key stays in this process. */
-	ret = sl_tls_make_ca(&r->tls, sl_netns_sandbox_host_ifname(r->sandbox), err, sizeof(err));
+	ret = join_ca(&ca, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	sl_trace("CA made");
@@ -446,6 +495,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
+	(void)join_ca(&ca, NULL, 0);
 	if (r->proc.pid > 0) {
 		/* A sandbox made but not run: it exits once its pipes close. */
 		sl_netns_proc_close(&r->proc);

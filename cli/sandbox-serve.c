@@ -267,6 +267,15 @@ static int fork_gateway(struct sl_serve *t, struct sl_serve_child *c, char *err,
 	return 0;
 }
 
+int sl_serve_gateway_user(struct sl_serve *t, char *err, size_t errlen)
+{
+	/* A uid of its own: not root, not the command's, not another
+	 * sandbox's gateway's. */
+	if (t->gw_uid_lock >= 0)
+		return 0;
+	return sl_netns_user_allocate(NULL, &t->gw_user, &t->gw_uid_lock, err, errlen);
+}
+
 int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 			   struct sl_policy **policy, const char *audit, const char *resolver,
 			   char *err, size_t errlen)
@@ -304,10 +313,8 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 	sl_trace("gateway sockets made");
 	if (ret >= 0)
 		ret = sl_cli_gateway_root(err, errlen);
-	/* A uid of its own: not root, not the command's, not another
-	 * sandbox's gateway's. */
 	if (ret >= 0)
-		ret = sl_netns_user_allocate(NULL, &t->gw_user, &t->gw_uid_lock, err, errlen);
+		ret = sl_serve_gateway_user(t, err, errlen);
 	sl_trace("gateway uid allocated");
 	if (ret >= 0) {
 		c.capture_fd = in.capture_fd;

@@ -93,6 +93,10 @@ int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb
 /* The host's table goes (owned tables vanish with the socket). */
 void sl_serve_rules_remove(struct sl_serve *s);
 
+/* The gateway's uid and gid, allocated now rather than when it starts
+ * (run does it while the CA is being made); released with it. */
+int sl_serve_gateway_user(struct sl_serve *s, char *err, size_t errlen);
+
 /* Serve the sandbox: the proxy and DNS on the host end, the capture
  * listener inside, blocked packets to `audit` (a file or "-"; NULL: no
  * audit log), names resolved through `resolver` (NULL: the host's), from
