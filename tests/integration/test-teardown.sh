@@ -1,0 +1,169 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# What `sluice run` leaves behind, after many quick runs back to back. The
+# teardown hands the kernel's slow releases to a child of its own (the
+# releaser, netns-helper/release.c), so this checks both halves of the
+# promise: what can be seen (the veth, the host's nft table, the CA bundle)
+# is gone when sluice returns, and the rest (the releaser itself, the
+# sandbox's cgroup) within a bounded time; and that a run right after
+# another does not collide with what the previous one is still releasing.
+# Then the releaser is killed mid-run: the supervisor removes the veth
+# itself, and nothing is left either.
+#
+# Usage: test-teardown.sh [PATH-TO-SLUICE]   (default: $SLUICE, then build/cli/sluice)
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+if [ "$(id -u)" != 0 ]; then
+	echo "# test-teardown.sh needs root (network namespaces, cgroups, nftables)"
+	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
+	exit 77
+fi
+for tool in ip nft nsenter; do
+	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
+done
+[ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
+
+. "$here/world.sh"
+
+passed=0
+failed=0
+ok() { echo "ok - $*"; passed=$((passed + 1)); }
+notok() { echo "not ok - $*"; failed=$((failed + 1)); }
+check() { # check DESCRIPTION EXPECTED ACTUAL
+	if [ "$2" = "$3" ]; then ok "$1"; else notok "$1: expected '$2', got '$3'"; fi
+}
+
+extra_pids=()
+cleanup() {
+	local p
+	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	world_down
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+world_up || { echo "not ok - could not build the test world"; exit 1; }
+T=$WORLD_TMP
+mkdir -m 1777 "$T/w"
+
+# A pool of this test's own: its link names (sl + the slot's network in
+# hex), bundle directories and processes are told apart from those of
+# other sluices on the machine.
+POOL=10.232.77.0/24
+NAMES='sl0ae84d'
+run() { world_host "$SLUICE" run --pool "$POOL" "$@"; }
+# What a command line of ours holds, as a pattern that does not match itself.
+MINE="run --pool ${POOL//./[.]}"
+
+links() { ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | grep -c "^$NAMES"; }
+tables() { ip netns exec "$WORLD_HOST" nft list tables | grep -c "$NAMES"; }
+bundles() { find /run/sluice -maxdepth 1 -name "ca-$NAMES*" 2>/dev/null | grep -c .; }
+# Processes of ours: the supervisors and their releasers carry our pool in
+# their command line (the releaser is a fork of its supervisor).
+ours() {
+	local f n=0
+	for f in /proc/[0-9]*/cmdline; do
+		tr '\0' ' ' 2>/dev/null <"$f" | grep -q -- "$MINE" && n=$((n + 1))
+	done
+	echo $n
+}
+releasers() {
+	local p n=0
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = sluice-release ] &&
+			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$MINE" && n=$((n + 1))
+	done
+	echo $n
+}
+# A sluice-PID group whose sluice is gone was left behind (test-run.sh).
+cgroup_leftovers() {
+	local d pid n=0
+	for d in $(find /sys/fs/cgroup -maxdepth 6 -type d -name 'sluice-*' 2>/dev/null); do
+		pid=${d##*/sluice-}
+		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sluice ] && continue
+		n=$((n + 1))
+	done
+	echo $n
+}
+# Bounded: the releaser waits out a grace period or two after its sluice.
+settled() {
+	for _ in $(seq 100); do
+		[ "$(ours)" = 0 ] && [ "$(cgroup_leftovers)" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+host_links0=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')
+
+# ---- many quick runs, back to back ----
+N=20
+rcs= seen=
+for i in $(seq $N); do
+	run -- true 2>>"$T/runs.err"
+	rcs+="$? "
+	# Right when it returned: what can be seen is gone.
+	seen+="$(links)$(tables)$(bundles) "
+done
+check "$N runs back to back all exit 0 (none collides with the one before it)" \
+	"$(printf '0 %.0s' $(seq $N))" "$rcs"
+check "... with nothing on stderr" "" "$(cat "$T/runs.err")"
+check "right after each run: no veth, no host nft table, no CA bundle left" \
+	"$(printf '000 %.0s' $(seq $N))" "$seen"
+if settled; then ok "within a bounded time no process of the runs is left"; else
+	notok "processes of the runs left: $(ours) ($(releasers) releasers)"; fi
+check "no cgroup left" 0 "$(cgroup_leftovers)"
+check "the host's links are as they were" "$host_links0" \
+	"$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')"
+check "no nft table in the host's namespace" "" "$(ip netns exec "$WORLD_HOST" nft list tables)"
+check "no CA bundle directory left in /run/sluice" 0 "$(bundles)"
+
+# ---- the releaser is gone before the teardown ----
+# And something else (this test, like root with nsenter) holds the
+# sandbox's namespace, so that it cannot take the veth with it: the
+# supervisor deletes the veth itself, and nothing is left either.
+rm -f "$T/w/go"
+world_host_bg "$SLUICE" run --pool "$POOL" --rw "$T/w" -- \
+	sh -c "while [ ! -e $T/w/go ]; do sleep 0.02; done" 2>"$T/killed.err"
+spid=$!
+extra_pids+=("$spid")
+host_ns=$(readlink "/run/netns/$WORLD_HOST" 2>/dev/null || ip netns exec "$WORLD_HOST" readlink /proc/self/ns/net)
+rel= cmd=
+for _ in $(seq 200); do
+	for p in /proc/[0-9]*; do
+		[ -z "$rel" ] && [ "$(cat "$p/comm" 2>/dev/null)" = sluice-release ] &&
+			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$MINE" && rel=${p#/proc/}
+		[ -z "$cmd" ] && [ "$(tr '\0' ' ' 2>/dev/null <"$p/cmdline")" = \
+			"sh -c while [ ! -e $T/w/go ]; do sleep 0.02; done " ] &&
+			[ "$(readlink "$p/ns/net" 2>/dev/null)" != "$host_ns" ] && cmd=${p#/proc/}
+	done
+	[ -n "$rel" ] && [ -n "$cmd" ] && [ "$(links)" = 1 ] && break
+	sleep 0.05
+done
+check "a run's releaser and command are found, and its veth is up" "yes yes 1" \
+	"${rel:+yes} ${cmd:+yes} $(links)"
+holder=
+if [ -n "$cmd" ]; then
+	nsenter -t "$cmd" -n sleep 60 &
+	holder=$!
+	extra_pids+=("$holder")
+fi
+[ -n "$rel" ] && kill -KILL "$rel"
+touch "$T/w/go"
+wait "$spid"
+rc=$?
+check "the run whose releaser was killed exits with its command's status" 0 "$rc"
+check "... right after it: no veth (its namespace still held), no host nft table, no CA bundle" \
+	"000" "$(links)$(tables)$(bundles)"
+[ -n "$holder" ] && kill -KILL "$holder" && wait "$holder" 2>/dev/null
+if settled; then ok "... and no process of it is left"; else
+	notok "processes left: $(ours)"; fi
+check "... nor a cgroup" 0 "$(cgroup_leftovers)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
