@@ -6,8 +6,12 @@
 # teardown), next to `unshare -n true` and `bwrap --unshare-net true`,
 # measured in the same run. Reports the median of N runs (default 20) and
 # asserts nothing. Runs as root, inside a namespace it creates and removes.
+# Then, from N more runs with SLUICE_TRACE set (a timestamp per step on
+# stderr, common/trace.h), the median time between consecutive steps of
+# sluice's own processes (supervisor, the sandbox's init, the gateway).
 #
 # Usage: bench/run-startup.sh [PATH-TO-SLUICE] [N]
+# BREAKDOWN=0 skips the per-step part.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../build/cli/sluice}}")
@@ -22,9 +26,9 @@ ip netns add $H && ip -n $H link set lo up || exit 1
 # Time from inside the namespace, so `ip netns exec` itself is not counted;
 # nsenter gives back our own mount namespace (ip netns exec remounts /sys,
 # which would hide the cgroup hierarchies).
-ip netns exec $H nsenter --mount=/proc/$$/ns/mnt -- python3 - "$SLUICE" "$N" <<'PY'
-import shutil, statistics, subprocess, sys, time
-sluice, n = sys.argv[1], int(sys.argv[2])
+ip netns exec $H nsenter --mount=/proc/$$/ns/mnt -- python3 - "$SLUICE" "$N" "${BREAKDOWN:-1}" <<'PY'
+import os, shutil, statistics, subprocess, sys, time
+sluice, n, breakdown = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0"
 cmds = [("sluice run -- true", [sluice, "run", "--", "true"]),
         ("unshare -n true", ["unshare", "-n", "true"])]
 if shutil.which("bwrap"):
@@ -45,4 +49,33 @@ for name, argv in cmds:
 base = res["unshare -n true"]
 for name, m in res.items():
     print("%-26s %.1fx unshare -n" % (name, m / base))
+bw = res.get("bwrap --unshare-net true")
+if bw:
+    print("sluice run -- true          %.1fx bwrap --unshare-net (the target is <= 3x)" %
+          (res["sluice run -- true"] / bw))
+if not breakdown:
+    sys.exit(0)
+# Per step: the time from the step before (in time order, whichever process
+# marked it; "exec" is the fork in this script, "exit seen" the wait's end).
+env = dict(os.environ, SLUICE_TRACE="1")
+steps, order = {}, []
+for _ in range(n):
+    t0 = time.monotonic()
+    p = subprocess.run([sluice, "run", "--", "true"], env=env, stderr=subprocess.PIPE, text=True)
+    t1 = time.monotonic()
+    ev = sorted((int(l.split(" ", 2)[1]) / 1000.0, l.split(" ", 2)[2])
+                for l in p.stderr.splitlines() if l.startswith("sluice-trace "))
+    prev, prev_name = t0 * 1000, "exec"
+    for t, what in ev + [(t1 * 1000, "exit seen")]:
+        key = "%s -> %s" % (prev_name, what)
+        if key not in steps:
+            steps[key] = []
+            order.append(key)
+        steps[key].append(t - prev)
+        prev, prev_name = t, what
+print("\nper step, median of %d traced runs (ms; steps seen in fewer runs are interleavings):" % n)
+for key in order:
+    v = steps[key]
+    if len(v) * 2 >= n:
+        print("  %7.2f  %s" % (statistics.median(v), key))
 PY
