@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -94,6 +95,13 @@ struct run {
 	char **env_drop; /* variables never passed on: env secrets */
 	struct sl_tls_setup tls; /* secrets and the sandbox's CA */
 	struct sl_netns_releaser releaser; /* the teardown's waiting, after us */
+	/* The sandbox's CA, made by a thread of its own (start_ca()). */
+	struct ca_job {
+		pthread_t thread;
+		bool started, joined;
+		int ret;
+		char err[512];
+	} ca;
 };
 
 /* What an SDK that insists on a key is given instead of the real one. */
@@ -203,9 +211,49 @@ static void run_usage(FILE *f)
 	      f);
 }
 
+static void *make_ca(void *arg)
+{
+	struct run *r = arg;
+
+	r->ca.ret = sl_tls_make_ca(&r->tls, sl_netns_sandbox_host_ifname(r->sandbox), r->ca.err,
+				   sizeof(r->ca.err));
+	return NULL;
+}
+
+/* The sandbox's own CA, whose key stays in this process, is made by a
+ * thread while the main one allocates the uids (walks of /proc), loads
+ * the secrets and builds the environment: key generation, signing and the
+ * bundle are milliseconds of CPU. Joined before anything forks (the spawn
+ * and the gateway fork a single-threaded process), and by the teardown in
+ * any case. Where no thread can be had, it is made when joined. */
+static void start_ca(struct run *r)
+{
+	/* The key is secret: no core dump of us from now on (the command
+	 * gets its own setting back when it executes). */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	r->ca.started = pthread_create(&r->ca.thread, NULL, make_ca, r) == 0;
+	if (!r->ca.started)
+		r->ca.ret = 1; /* not made yet */
+}
+
+/* Once the thread is gone: its result (err only on failure, if given). */
+static int join_ca(struct run *r, char *err, size_t errlen)
+{
+	if (!r->ca.joined && r->ca.started)
+		(void)pthread_join(r->ca.thread, NULL);
+	else if (!r->ca.joined && r->ca.ret == 1)
+		(void)make_ca(r);
+	r->ca.joined = true;
+	if (r->ca.ret < 0 && err)
+		snprintf(err, errlen, "%s", r->ca.err);
+	return r->ca.ret;
+}
+
 static void run_teardown(struct run *r)
 {
 	sl_trace("teardown");
+	if (r->ca.started)
+		(void)join_ca(r, NULL, 0);
 	sl_serve_gateway_stop(&r->serve);
 	sl_trace("gateway stopped");
 
@@ -332,54 +380,14 @@ static int pick_user(struct run *r, char *err, size_t errlen)
 	return sl_netns_user_allocate(NULL, &r->user, &r->uid_lock, err, errlen);
 }
 
-/* The CA's thread. */
-struct ca_job {
-	struct run *r;
-	pthread_t thread;
-	bool started, joined;
-	int ret;
-	char err[512];
-};
-
-static void *make_ca(void *arg)
-{
-	struct ca_job *j = arg;
-
-	j->ret = sl_tls_make_ca(&j->r->tls, sl_netns_sandbox_host_ifname(j->r->sandbox), j->err,
-				sizeof(j->err));
-	return NULL;
-}
-
-/* Where no thread can be had, it is made when joined. */
-static void start_ca(struct run *r, struct ca_job *j)
-{
-	*j = (struct ca_job){.r = r};
-	j->started = pthread_create(&j->thread, NULL, make_ca, j) == 0;
-}
-
-/* Once the thread is gone: its result (err only on failure, if given). */
-static int join_ca(struct ca_job *j, char *err, size_t errlen)
-{
-	if (!j->r || j->joined)
-		return j->r ? j->ret : 0;
-	j->joined = true;
-	if (j->started)
-		(void)pthread_join(j->thread, NULL);
-	else
-		(void)make_ca(j);
-	if (j->ret < 0 && err)
-		snprintf(err, errlen, "%s", j->err);
-	return j->ret;
-}
-
-/* 0, or the status to exit with: 125 when sluice failed, 127 or 126 when
- * CMD could not be executed (not found, or not executable), as shells do. */
-static int setup(struct run *r, const sigset_t *child_mask)
+/* The sandbox's network, its cgroup and both sides' rules, first: the
+ * rules' commit leaves the kernel a grace period of work that the rest of
+ * the start then overlaps. 0, or RUN_EXIT_SETUP (it said why). */
+static int setup_net(struct run *r)
 {
 	struct sl_netns_sandbox_config cfg = {0};
-	struct ca_job ca = {0};
-	int ret, exec_errno = 0;
 	char err[512];
+	int ret;
 
 	if (sl_netns_pool_parse(r->args.pool ? r->args.pool : SL_NETNS_DEFAULT_POOL, &cfg.pool) < 0)
 		return RUN_EXIT_SETUP; /* cannot happen: the arguments were checked */
@@ -394,15 +402,23 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	if (ret < 0)
 		goto fail;
 	sl_trace("sandbox network made");
-	/* The sandbox's own CA, whose key stays in this process, is made by a
-	 * thread meanwhile: key generation, signing and the bundle are a few
-	 * milliseconds of CPU that overlap the kernel's work on the rules and
-	 * the gateway's uid (a walk of /proc). Joined before anything forks. */
-	start_ca(r, &ca);
 	ret = sl_serve_rules_install(&r->serve, r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	sl_trace("rules installed");
+	return 0;
+fail:
+	fprintf(stderr, "sluice run: %s\n", err);
+	return RUN_EXIT_SETUP;
+}
+
+/* 0, or the status to exit with: 125 when sluice failed, 127 or 126 when
+ * CMD could not be executed (not found, or not executable), as shells do. */
+static int setup(struct run *r, const sigset_t *child_mask)
+{
+	int ret, exec_errno = 0;
+	char err[512];
+
 	ret = sl_serve_gateway_user(&r->serve, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
@@ -427,7 +443,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 				goto fail;
 			}
 	}
-	ret = join_ca(&ca, err, sizeof(err));
+	ret = join_ca(r, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	sl_trace("CA made");
@@ -495,7 +511,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
-	(void)join_ca(&ca, NULL, 0);
+	(void)join_ca(r, NULL, 0);
 	if (r->proc.pid > 0) {
 		/* A sandbox made but not run: it exits once its pipes close. */
 		sl_netns_proc_close(&r->proc);
@@ -763,6 +779,16 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return SL_EXIT_FAILURE;
 	}
+	/* Before anything secret is read: it keeps a copy of our memory. A
+	 * run without one is only slower to end. */
+	if (sl_netns_releaser_start(&r.releaser) == 0)
+		r.serve.releaser = &r.releaser;
+	ret = setup_net(&r);
+	if (ret > 0) {
+		run_teardown(&r);
+		return ret;
+	}
+	start_ca(&r);
 	if (pick_user(&r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
@@ -770,10 +796,6 @@ int sl_cmd_run(int argc, char **argv)
 	}
 	sl_trace("user picked");
 	choose_home(&r);
-	/* Before anything secret is read: it keeps a copy of our memory. A
-	 * run without one is only slower to end. */
-	if (sl_netns_releaser_start(&r.releaser) == 0)
-		r.serve.releaser = &r.releaser;
 	/* Secrets are read now, as root, and refused if the sandbox's user
 	 * could read them too; nothing of them reaches the sandbox. */
 	r.tls.sandbox_writable = r.writable;
