@@ -463,6 +463,16 @@ static int setup(struct run *r, const sigset_t *child_mask)
 		snprintf(err, sizeof(err), "building the environment: %s", strerror(-ret));
 		goto fail;
 	}
+	/* The gateway first: its setup (a loop, the resolver, TLS with the
+	 * system's store, its confinement) runs while the sandbox's init
+	 * builds the command's view; the command waits for both. */
+	r->serve.tls = &r->tls;
+	r->serve.upstream_ca = r->args.upstream_ca;
+	r->serve.sandbox_writable = r->writable;
+	ret = sl_serve_gateway_fork(&r->serve, r->sandbox, &r->policy, r->args.audit,
+				    r->args.resolver, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
 	/* A pty whenever one of fds 0-2 is a terminal: the command must never
 	 * hold the operator's (it could read what they type, and change its
 	 * modes and size for after). Input is relayed only from a terminal. */
@@ -476,7 +486,8 @@ static int setup(struct run *r, const sigset_t *child_mask)
 			goto fail;
 	}
 	/* The sandbox is made while this process is still single-threaded
-	 * (sl_netns_spawn needs that); the command waits for the gateway. */
+	 * (sl_netns_spawn needs that); the command waits for the gateway's
+	 * READY and our word. */
 	ret = sl_netns_spawn(
 	    &(struct sl_netns_spawn){.sandbox = r->sandbox,
 				     .cgroup = r->cgroup,
@@ -496,11 +507,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	sl_trace("sandbox spawned");
 	sl_closep(&r->pty.slave);
 	r->pty.slave = -1;
-	r->serve.tls = &r->tls;
-	r->serve.upstream_ca = r->args.upstream_ca;
-	r->serve.sandbox_writable = r->writable;
-	ret = sl_serve_gateway_start(&r->serve, r->sandbox, &r->policy, r->args.audit,
-				     r->args.resolver, err, sizeof(err));
+	ret = sl_serve_gateway_ready(&r->serve, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	sl_trace("gateway ready");

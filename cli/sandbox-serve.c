@@ -276,9 +276,9 @@ int sl_serve_gateway_user(struct sl_serve *t, char *err, size_t errlen)
 	return sl_netns_user_allocate(NULL, &t->gw_user, &t->gw_uid_lock, err, errlen);
 }
 
-int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb,
-			   struct sl_policy **policy, const char *audit, const char *resolver,
-			   char *err, size_t errlen)
+int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
+			  struct sl_policy **policy, const char *audit, const char *resolver,
+			  char *err, size_t errlen)
 {
 	struct sl_serve_child c = {.prog = t->prog,
 				   .resolver = resolver,
@@ -334,7 +334,21 @@ int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb
 		return ret;
 	sl_policy_free(TAKE_PTR(*policy));
 	sl_trace("gateway forked");
+	return 0;
+}
+
+int sl_serve_gateway_ready(struct sl_serve *t, char *err, size_t errlen)
+{
 	return wait_ready(t, err, errlen);
+}
+
+int sl_serve_gateway_start(struct sl_serve *t, const struct sl_netns_sandbox *sb,
+			   struct sl_policy **policy, const char *audit, const char *resolver,
+			   char *err, size_t errlen)
+{
+	int r = sl_serve_gateway_fork(t, sb, policy, audit, resolver, err, errlen);
+
+	return r < 0 ? r : sl_serve_gateway_ready(t, err, errlen);
 }
 
 /* The sandbox table's count of blocked packets the rate limit kept out

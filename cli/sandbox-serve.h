@@ -107,6 +107,14 @@ int sl_serve_gateway_user(struct sl_serve *s, char *err, size_t errlen);
 int sl_serve_gateway_start(struct sl_serve *s, const struct sl_netns_sandbox *sb,
 			   struct sl_policy **policy, const char *audit, const char *resolver,
 			   char *err, size_t errlen);
+/* sl_serve_gateway_start() in two halves, so that the caller can do
+ * something (without threads) while the gateway sets itself up: the fork,
+ * then the wait for its READY (or its error). Between them the gateway's
+ * events are the ready wait's to read. */
+int sl_serve_gateway_fork(struct sl_serve *s, const struct sl_netns_sandbox *sb,
+			  struct sl_policy **policy, const char *audit, const char *resolver,
+			  char *err, size_t errlen);
+int sl_serve_gateway_ready(struct sl_serve *s, char *err, size_t errlen);
 /* Ask the gateway to stop (it closes every connection, each writing its
  * audit record, and exits), wait for it a bounded time, else kill it;
  * release its uid. */
