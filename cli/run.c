@@ -267,6 +267,9 @@ static void run_teardown(struct run *r)
 	sl_trace("cgroup freed");
 	sl_netns_proc_close(&r->proc);
 	sl_pty_close(&r->pty);
+	/* Released after us (the releaser empties its keyrings), or now. */
+	if (r->uid_lock >= 0 && sl_netns_releaser_user(&r->releaser, r->user.uid, r->uid_lock) == 0)
+		close(TAKE_FD(r->uid_lock));
 	if (r->uid_lock >= 0)
 		sl_netns_user_release(NULL, r->user.uid, TAKE_FD(r->uid_lock));
 	sl_netns_env_free(TAKE_PTR(r->env));

@@ -391,7 +391,10 @@ void sl_serve_gateway_stop(struct sl_serve *t)
 	sl_trace("gateway reaped");
 	nft_let_go(t, TAKE_PTR(t->nft_inside));
 	/* Every process of the uid is gone: it can go. */
-	if (t->gw_uid_lock >= 0)
+	if (t->gw_uid_lock >= 0 && t->releaser &&
+	    sl_netns_releaser_user(t->releaser, t->gw_user.uid, t->gw_uid_lock) == 0)
+		close(TAKE_FD(t->gw_uid_lock));
+	else if (t->gw_uid_lock >= 0)
 		sl_netns_user_release(NULL, t->gw_user.uid, TAKE_FD(t->gw_uid_lock));
 	t->gw_uid_lock = -1;
 }

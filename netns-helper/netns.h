@@ -274,6 +274,11 @@ struct sl_netns_releaser {
 int sl_netns_releaser_start(struct sl_netns_releaser *r);
 /* It holds a copy of fd until the caller is gone. */
 int sl_netns_releaser_hold(const struct sl_netns_releaser *r, int fd);
+/* It releases `uid` (sl_netns_user_release(): keyrings and IPC objects
+ * emptied, the lock file removed) once the caller is gone, with a copy of
+ * its lock: the caller then only closes its own. Call it once no process
+ * runs as the uid. */
+int sl_netns_releaser_user(const struct sl_netns_releaser *r, uid_t uid, int lock_fd);
 /* It deletes the link `ifname` of the caller's namespace. */
 int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, const char *ifname);
 /* sl_netns_sandbox_free() with the slow half left to `r`: it holds the

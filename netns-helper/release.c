@@ -25,6 +25,7 @@
  * something does, the supervisor deletes the veth itself).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -41,10 +42,16 @@
 #include "util.h"
 
 /* One message from the supervisor: a fd to hold (attached), or, with a
- * name, the link to delete. */
+ * name, the link to delete, or with a uid, that uid to release once the
+ * supervisor is gone (its lock attached). */
 struct release_msg {
 	char ifname[IFNAMSIZ];
+	uint32_t uid; /* 0: none */
 };
+
+/* The uids to release at the end: a run has two (the command's and its
+ * gateway's). */
+#define MAX_UIDS 4
 
 /* The child: hold what comes, delete what is named, exit at EOF. */
 static _Noreturn void releaser_main(int sock)
@@ -63,6 +70,12 @@ static _Noreturn void releaser_main(int sock)
 		_exit(1);
 	if (close_range((unsigned)sock + 1, ~0u, 0) < 0)
 		_exit(1);
+	struct {
+		uid_t uid;
+		int lock;
+	} uids[MAX_UIDS];
+	size_t n_uids = 0;
+
 	for (;;) {
 		char cbuf[CMSG_SPACE(sizeof(int))];
 		struct release_msg m = {{0}};
@@ -74,10 +87,22 @@ static _Noreturn void releaser_main(int sock)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			_exit(0); /* the supervisor is gone: what we hold goes now */
+		if (n <= 0) {
+			/* The supervisor is gone: what we hold goes now. */
+			for (size_t i = 0; i < n_uids; i++)
+				sl_netns_user_release(NULL, uids[i].uid, uids[i].lock);
+			_exit(0);
+		}
 		/* An attached fd is simply kept: it is closed when we exit. */
 		m.ifname[IFNAMSIZ - 1] = '\0';
+		if (m.uid && n_uids < MAX_UIDS && (mh.msg_flags & MSG_CTRUNC) == 0) {
+			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+			if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+				memcpy(&uids[n_uids].lock, CMSG_DATA(c), sizeof(int));
+				uids[n_uids++].uid = m.uid;
+			}
+		}
 		if (m.ifname[0] && sl_nl_open(&nl, NULL, 0) == 0) {
 			(void)sl_nl_link_del(nl, m.ifname, NULL, 0);
 			sl_nl_close(nl);
@@ -147,6 +172,15 @@ int sl_netns_releaser_hold(const struct sl_netns_releaser *r, int fd)
 	if (fd < 0)
 		return -EBADF;
 	return send_msg(r, &m, fd);
+}
+
+int sl_netns_releaser_user(const struct sl_netns_releaser *r, uid_t uid, int lock_fd)
+{
+	struct release_msg m = {.uid = uid};
+
+	if (!uid || lock_fd < 0)
+		return -EINVAL;
+	return send_msg(r, &m, lock_fd);
 }
 
 int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, const char *ifname)

@@ -103,9 +103,9 @@ host_links0=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr 
 
 # ---- many quick runs, back to back ----
 N=20
-rcs= seen=
+rcs= seen= uids=
 for i in $(seq $N); do
-	run -- true 2>>"$T/runs.err"
+	uids+="$(run -- id -u 2>>"$T/runs.err") "
 	rcs+="$? "
 	# Right when it returned: what can be seen is gone.
 	seen+="$(links)$(tables)$(bundles) "
@@ -122,6 +122,10 @@ check "the host's links are as they were" "$host_links0" \
 	"$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')"
 check "no nft table in the host's namespace" "" "$(ip netns exec "$WORLD_HOST" nft list tables)"
 check "no CA bundle directory left in /run/sluice" 0 "$(bundles)"
+locks=0
+for u in $uids; do [ -e "/run/sluice/uid/$u" ] && locks=$((locks + 1)); done
+check "the commands' uids are released: no lock file of theirs left in /run/sluice/uid" \
+	"$N 0" "$(echo $uids | wc -w) $locks"
 
 # ---- the releaser is gone before the teardown ----
 # And something else (this test, like root with nsenter) holds the
@@ -147,12 +151,18 @@ for _ in $(seq 200); do
 done
 check "a run's releaser and command are found, and its veth is up" "yes yes 1" \
 	"${rel:+yes} ${cmd:+yes} $(links)"
-holder=
+holder= held=
 if [ -n "$cmd" ]; then
+	sb_ns=$(readlink "/proc/$cmd/ns/net")
 	nsenter -t "$cmd" -n sleep 60 &
 	holder=$!
 	extra_pids+=("$holder")
+	for _ in $(seq 100); do
+		[ "$(readlink "/proc/$holder/ns/net" 2>/dev/null)" = "$sb_ns" ] && { held=yes; break; }
+		sleep 0.02
+	done
 fi
+check "... and the test holds the sandbox's namespace" yes "$held"
 [ -n "$rel" ] && kill -KILL "$rel"
 touch "$T/w/go"
 wait "$spid"
