@@ -279,8 +279,8 @@ int sl_netns_releaser_hold(const struct sl_netns_releaser *r, int fd);
  * its lock: the caller then only closes its own. Call it once no process
  * runs as the uid. */
 int sl_netns_releaser_user(const struct sl_netns_releaser *r, uid_t uid, int lock_fd);
-/* It deletes the link `ifname` of the caller's namespace. */
-int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, const char *ifname);
+/* It deletes the link `ifindex` of the caller's namespace. */
+int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, int ifindex);
 /* sl_netns_sandbox_free() with the slow half left to `r`: it holds the
  * namespace and deletes the veth, and this returns once the host end has
  * left the host's links; if that does not happen in time (or there is no

@@ -256,6 +256,14 @@ int sl_nl_link_del(struct sl_nl *nl, const char *name, char *err, size_t errlen)
 	return sl_nl_call(nl, nlh, NULL, NULL, what, err, errlen);
 }
 
+int sl_nl_link_del_index(struct sl_nl *nl, int ifindex, char *err, size_t errlen)
+{
+	struct nlmsghdr *nlh = sl_nl_msg(nl, RTM_DELLINK, 0);
+
+	put_ifinfo(nlh, ifindex);
+	return sl_nl_call(nl, nlh, NULL, NULL, "deleting a link", err, errlen);
+}
+
 int sl_nl_link_watch(void)
 {
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = 1u << (RTNLGRP_LINK - 1)};

@@ -38,6 +38,9 @@ int sl_nl_link_index(struct sl_nl *nl, const char *name, int *ret, char *err, si
 int sl_nl_veth_add(struct sl_nl *nl, const char *name, const char *peer, int peer_netns_fd,
 		   char *err, size_t errlen);
 int sl_nl_link_del(struct sl_nl *nl, const char *name, char *err, size_t errlen);
+/* The same by index, which the kernel does not hand out again soon: a late
+ * request cannot hit a link made meanwhile under the same name. */
+int sl_nl_link_del_index(struct sl_nl *nl, int ifindex, char *err, size_t errlen);
 /* A socket that hears of links as they go (RTNLGRP_LINK) in the caller's
  * namespace, nonblocking: open it before a link is made to go, so that its
  * RTM_DELLINK cannot be missed. A negative errno on failure. */

@@ -29,7 +29,6 @@
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <net/if.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -41,11 +40,13 @@
 #include "nl.h"
 #include "util.h"
 
-/* One message from the supervisor: a fd to hold (attached), or, with a
- * name, the link to delete, or with a uid, that uid to release once the
- * supervisor is gone (its lock attached). */
+/* One message from the supervisor: a fd to hold (attached), or, with an
+ * index, the link to delete (by index: if we are so late that the
+ * supervisor deleted it itself and a new sandbox took its name, that one is
+ * not touched), or with a uid, that uid to release once the supervisor is
+ * gone (its lock attached). */
 struct release_msg {
-	char ifname[IFNAMSIZ];
+	int ifindex;  /* the link to delete; 0: none */
 	uint32_t uid; /* 0: none */
 };
 
@@ -78,7 +79,7 @@ static _Noreturn void releaser_main(int sock)
 
 	for (;;) {
 		char cbuf[CMSG_SPACE(sizeof(int))];
-		struct release_msg m = {{0}};
+		struct release_msg m = {0};
 		struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
 		struct msghdr mh = {
 		    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
@@ -94,7 +95,6 @@ static _Noreturn void releaser_main(int sock)
 			_exit(0);
 		}
 		/* An attached fd is simply kept: it is closed when we exit. */
-		m.ifname[IFNAMSIZ - 1] = '\0';
 		if (m.uid && n_uids < MAX_UIDS && (mh.msg_flags & MSG_CTRUNC) == 0) {
 			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 
@@ -103,8 +103,8 @@ static _Noreturn void releaser_main(int sock)
 				uids[n_uids++].uid = m.uid;
 			}
 		}
-		if (m.ifname[0] && sl_nl_open(&nl, NULL, 0) == 0) {
-			(void)sl_nl_link_del(nl, m.ifname, NULL, 0);
+		if (m.ifindex > 0 && sl_nl_open(&nl, NULL, 0) == 0) {
+			(void)sl_nl_link_del_index(nl, m.ifindex, NULL, 0);
 			sl_nl_close(nl);
 		}
 	}
@@ -167,7 +167,7 @@ static int send_msg(const struct sl_netns_releaser *r, const struct release_msg 
 
 int sl_netns_releaser_hold(const struct sl_netns_releaser *r, int fd)
 {
-	struct release_msg m = {{0}};
+	struct release_msg m = {0};
 
 	if (fd < 0)
 		return -EBADF;
@@ -183,12 +183,11 @@ int sl_netns_releaser_user(const struct sl_netns_releaser *r, uid_t uid, int loc
 	return send_msg(r, &m, lock_fd);
 }
 
-int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, const char *ifname)
+int sl_netns_releaser_del_link(const struct sl_netns_releaser *r, int ifindex)
 {
-	struct release_msg m = {{0}};
+	struct release_msg m = {.ifindex = ifindex};
 
-	if (!ifname || !*ifname || strlen(ifname) >= sizeof(m.ifname))
+	if (ifindex <= 0)
 		return -EINVAL;
-	memcpy(m.ifname, ifname, strlen(ifname));
 	return send_msg(r, &m, -1);
 }

@@ -120,7 +120,7 @@ void sl_netns_sandbox_release(struct sl_netns_sandbox *sb, const struct sl_netns
 	 * cannot be missed. */
 	watch = sl_nl_link_watch();
 	if (watch >= 0 && sl_netns_releaser_hold(r, sb->ns_fd) == 0 &&
-	    sl_netns_releaser_del_link(r, sb->ifname) == 0 &&
+	    sl_netns_releaser_del_link(r, sb->host_idx) == 0 &&
 	    sl_nl_link_gone(sb->nl, watch, sb->host_idx, RELEASE_MS) == 0)
 		sb->link_created = false; /* gone: nothing left to delete */
 	sl_closep(&watch);
