@@ -789,6 +789,23 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return SL_EXIT_FAILURE;
 	}
+	/* Block before the child exists, so no signal meant for it is lost
+	 * (the child gets our original mask back before it executes), and
+	 * before anything is set up, so that a signal cannot end us before
+	 * the teardown (nor the CA's thread, which inherits the mask, take
+	 * one for the process). */
+	sigemptyset(&set);
+	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGWINCH);
+	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
+		fprintf(stderr, "sluice run: blocking signals: %m\n");
+		run_teardown(&r);
+		return SL_EXIT_FAILURE;
+	}
+
 	/* Before anything secret is read: it keeps a copy of our memory. A
 	 * run without one is only slower to end. */
 	if (sl_netns_releaser_start(&r.releaser) == 0)
@@ -813,20 +830,6 @@ int sl_cmd_run(int argc, char **argv)
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
 		return RUN_EXIT_SETUP;
-	}
-
-	/* Block before the child exists, so no signal meant for it is lost;
-	 * the child gets our original mask back before it executes. */
-	sigemptyset(&set);
-	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
-		sigaddset(&set, forwarded[i]);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGWINCH);
-	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
-		fprintf(stderr, "sluice run: blocking signals: %m\n");
-		run_teardown(&r);
-		return SL_EXIT_FAILURE;
 	}
 
 	ret = setup(&r, &old);
