@@ -375,12 +375,23 @@ static void choose_home(struct run *r)
 	snprintf(r->user.home, sizeof(r->user.home), "%s", SANDBOX_HOME);
 }
 
-/* Who the command runs as: --user, or a uid of its own. */
+/* Who the command runs as: --user, or a uid of its own; and the gateway's
+ * uid, allocated in the same walk of /proc. */
 static int pick_user(struct run *r, char *err, size_t errlen)
 {
+	struct sl_netns_user u[2];
+	int fds[2], ret;
+
 	if (r->args.user)
 		return sl_netns_user_resolve(r->args.user, &r->user, err, errlen);
-	return sl_netns_user_allocate(NULL, &r->user, &r->uid_lock, err, errlen);
+	ret = sl_netns_user_allocate_n(NULL, 2, u, fds, err, errlen);
+	if (ret < 0)
+		return ret;
+	r->user = u[0];
+	r->uid_lock = fds[0];
+	r->serve.gw_user = u[1];
+	r->serve.gw_uid_lock = fds[1];
+	return 0;
 }
 
 /* The sandbox's network, its cgroup and both sides' rules, first: the

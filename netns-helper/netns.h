@@ -162,6 +162,12 @@ int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err
  */
 int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
 			   char *err, size_t errlen);
+/* n of them (at most SL_NETNS_MAX_ALLOC) at once, distinct: one walk of
+ * /proc checks them all (`sluice run` needs the command's and its
+ * gateway's). On failure none is kept. */
+#define SL_NETNS_MAX_ALLOC 4
+int sl_netns_user_allocate_n(const char *lock_dir, size_t n, struct sl_netns_user *ret,
+			     int *ret_lock_fds, char *err, size_t errlen);
 /* As root, remove what the uid left in the kernel (as above, now rather
  * than at its next allocation); remove the lock file (while still locked,
  * so a concurrent allocator sees it is stale) and close lock_fd. lock_dir

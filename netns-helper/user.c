@@ -219,18 +219,19 @@ bool sl_netns_status_has_id(const char *status, size_t len, uint32_t id)
 	return false;
 }
 
-/* 1 when a process runs with `id` as one of its uids, gids (real,
- * effective, saved, filesystem) or supplementary groups; 0 if none does;
- * < 0 when /proc cannot be read. A process that exits while we look is
- * skipped. */
-static int proc_uses_id(uint32_t id)
+/* Which of ids[0..n) a process runs with, as one of its uids, gids (real,
+ * effective, saved, filesystem) or supplementary groups: used[i] set for
+ * each; one walk of /proc for all of them (each costs a read of every
+ * process's status). 0, or < 0 when /proc cannot be read. A process that
+ * exits while we look is skipped. */
+static int proc_uses_ids(const uint32_t *ids, size_t n, bool *used)
 {
 	_cleanup_close_ int dfd = -1;
 	struct dirent *e;
 	unsigned seen = 0;
-	int found = 0;
 	DIR *d;
 
+	memset(used, 0, n * sizeof(*used));
 	dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();
@@ -238,14 +239,14 @@ static int proc_uses_id(uint32_t id)
 	if (!d)
 		return negative_errno();
 	dfd = -1; /* the DIR owns it now */
-	while (!found && (e = readdir(d))) {
+	while ((e = readdir(d))) {
 		char path[64], buf[8192];
 		_cleanup_close_ int fd = -1;
-		ssize_t n;
+		ssize_t len;
 
 		if (++seen > MAX_PROC_ENTRIES) {
-			found = -E2BIG;
-			break;
+			closedir(d);
+			return -E2BIG;
 		}
 		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
 		    strspn(e->d_name, "0123456789") != strlen(e->d_name) ||
@@ -256,12 +257,13 @@ static int proc_uses_id(uint32_t id)
 			continue; /* gone already */
 		/* Uid:, Gid: and Groups: come early; a Groups: line longer
 		 * than the buffer (only root can make one) is cut short. */
-		n = read(fd, buf, sizeof(buf));
-		if (n > 0 && sl_netns_status_has_id(buf, (size_t)n, id))
-			found = 1;
+		len = read(fd, buf, sizeof(buf));
+		for (size_t i = 0; len > 0 && i < n; i++)
+			if (!used[i] && sl_netns_status_has_id(buf, (size_t)len, ids[i]))
+				used[i] = true;
 	}
 	closedir(d);
-	return found;
+	return 0;
 }
 
 /* The whole of a small file, NUL-terminated, or NULL in *ret if it does
@@ -550,96 +552,172 @@ void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd)
 	unlock_uid(lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR, uid, lock_fd);
 }
 
-int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
-			   char *err, size_t errlen)
+/* Where the search for free uids is. */
+struct search {
+	const char *dir;
+	int dfd;
+	const char *subuid, *subgid;
+	uint32_t first, n, start, i;
+	unsigned scans;
+};
+
+/* The next uid to look at closer: in no subid range, without a passwd or
+ * group entry, and its lock taken. 1 (*ret_id, *ret_fd), 0 when the range
+ * is done, < 0 on error. */
+static int next_candidate(struct search *sr, uint32_t *ret_id, int *ret_fd, char *err,
+			  size_t errlen)
+{
+	while (sr->i < sr->n) {
+		const uint32_t id = sr->first + (sr->start + sr->i++) % sr->n;
+		int fd = -1, r;
+
+		if (!sl_netns_uid_range_free(sr->subuid, id, 1) ||
+		    !sl_netns_uid_range_free(sr->subgid, id, 1))
+			continue;
+		if (nss_knows(id))
+			continue;
+		r = lock_uid(sr->dfd, sr->dir, id, &fd, err, errlen);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue; /* another sandbox's */
+		*ret_id = id;
+		*ret_fd = fd;
+		return 1;
+	}
+	return sl_err(err, errlen, -EUSERS, "allocating a uid: every uid in %u-%u is in use",
+		      sr->first, sr->first + sr->n - 1);
+}
+
+/* A candidate in use, or whose keyrings no one can empty: let go, take
+ * the next. */
+static int replace(struct search *sr, uint32_t *id, int *fd, char *err, size_t errlen)
+{
+	unlock_uid(sr->dir, *id, TAKE_FD(*fd));
+	return next_candidate(sr, id, fd, err, errlen);
+}
+
+/* n locked candidates, until none is used by a process (one walk of /proc
+ * per round, for all of them) and each is scrubbed. */
+static int settle(struct search *sr, size_t n, uint32_t *ids, int *fds, char *err, size_t errlen)
+{
+	bool used[SL_NETNS_MAX_ALLOC], scrubbed[SL_NETNS_MAX_ALLOC] = {false};
+	bool again = true;
+	int r;
+
+	while (again) {
+		again = false;
+		/* Only a lock holder starts processes with these uids, but a
+		 * holder that was SIGKILLed leaves them running unlocked. */
+		if (++sr->scans > MAX_PROC_SCANS)
+			return sl_err(err, errlen, -EUSERS,
+				      "allocating a uid: %u uids in %u-%u are still used by "
+				      "processes no sluice owns, or hold keyrings no one can empty",
+				      MAX_PROC_SCANS, sr->first, sr->first + sr->n - 1);
+		r = proc_uses_ids(ids, n, used);
+		if (r < 0)
+			return sl_err(err, errlen, r, "allocating a uid: reading /proc: %s",
+				      strerror(-r));
+		for (size_t k = 0; k < n; k++) {
+			if (used[k]) {
+				r = replace(sr, &ids[k], &fds[k], err, errlen);
+				if (r < 0)
+					return r;
+				scrubbed[k] = false;
+				again = true;
+				continue;
+			}
+			/* Root (as in `sluice run`) can and so must; the unit
+			 * tests run unprivileged with a lock directory of their
+			 * own. */
+			if (scrubbed[k] || geteuid() != 0)
+				continue;
+			r = scrub_uid(ids[k]);
+			if (r == -ENOTEMPTY) { /* keyrings no one can empty */
+				r = replace(sr, &ids[k], &fds[k], err, errlen);
+				if (r < 0)
+					return r;
+				again = true;
+				continue;
+			}
+			if (r < 0)
+				return sl_err(err, errlen, r,
+					      "allocating a uid: clearing the kernel keyrings of "
+					      "uid %" PRIu32 ": %s",
+					      ids[k], strerror(-r));
+			scrubbed[k] = true;
+		}
+	}
+	return 0;
+}
+
+int sl_netns_user_allocate_n(const char *lock_dir, size_t n, struct sl_netns_user *ret,
+			     int *ret_lock_fds, char *err, size_t errlen)
 {
 	/* Low 16 bits 0, 0xfffe and 0xffff stay unused: code that reads a
 	 * uid the way container managers do (low 16 bits = the uid inside)
 	 * would take them for root, nobody and (uid_t)-1. */
-	const uint32_t first = SL_NETNS_UID_BASE + 1, n = SL_NETNS_UID_COUNT - 3;
-	const char *dir = lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR;
+	struct search sr = {.dir = lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR,
+			    .dfd = -1,
+			    .first = SL_NETNS_UID_BASE + 1,
+			    .n = SL_NETNS_UID_COUNT - 3};
 	_cleanup_free_ char *subuid = NULL, *subgid = NULL;
-	_cleanup_close_ int dfd = -1;
-	unsigned scans = 0;
+	uint32_t ids[SL_NETNS_MAX_ALLOC];
+	int fds[SL_NETNS_MAX_ALLOC];
+	size_t got = 0;
 	struct stat st;
-	uint32_t start;
 	int r;
 
+	if (n < 1 || n > SL_NETNS_MAX_ALLOC)
+		return -EINVAL;
 	r = read_small_file("/etc/subuid", &subuid);
 	if (r < 0)
 		return sl_err(err, errlen, r, "reading /etc/subuid: %s", strerror(-r));
 	r = read_small_file("/etc/subgid", &subgid);
 	if (r < 0)
 		return sl_err(err, errlen, r, "reading /etc/subgid: %s", strerror(-r));
-	r = sl_mkdir_p(dir);
+	sr.subuid = subuid;
+	sr.subgid = subgid;
+	r = sl_mkdir_p(sr.dir);
 	if (r < 0)
-		return sl_err(err, errlen, r, "creating %s: %s", dir, strerror(-r));
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return sl_err(err, errlen, negative_errno(), "opening %s: %m", dir);
+		return sl_err(err, errlen, r, "creating %s: %s", sr.dir, strerror(-r));
+	sr.dfd = open(sr.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sr.dfd < 0)
+		return sl_err(err, errlen, negative_errno(), "opening %s: %m", sr.dir);
 	/* Whoever may remove a lock file there may make two sandboxes share
 	 * a uid: only we may write to the directory. */
-	if (fstat(dfd, &st) < 0)
-		return sl_err(err, errlen, negative_errno(), "stat %s: %m", dir);
-	if (st.st_uid != geteuid() || (st.st_mode & 022))
-		return sl_err(err, errlen, -EPERM,
-			      "%s: must be owned by uid %u and writable by it alone (it is uid "
-			      "%u, mode %04o)",
-			      dir, (unsigned)geteuid(), (unsigned)st.st_uid,
-			      (unsigned)(st.st_mode & 07777));
-
-	start = random_start(n);
-	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t id = first + (start + i) % n;
-		_cleanup_close_ int fd = -1;
-		struct sl_netns_user u = {.uid = id, .gid = id};
-
-		if (!sl_netns_uid_range_free(subuid, id, 1) ||
-		    !sl_netns_uid_range_free(subgid, id, 1))
-			continue;
-		if (nss_knows(id))
-			continue;
-		r = lock_uid(dfd, dir, id, &fd, err, errlen);
-		if (r < 0)
-			return r;
-		if (r == 0)
-			continue; /* another sandbox's */
-		/* Only a lock holder starts processes with this uid, but a
-		 * holder that was SIGKILLed leaves them running unlocked. */
-		if (++scans > MAX_PROC_SCANS)
-			return sl_err(err, errlen, -EUSERS,
-				      "allocating a uid: %u uids in %u-%u are still used by "
-				      "processes no sluice owns, or hold keyrings no one can empty",
-				      MAX_PROC_SCANS, first, first + n - 1);
-		r = proc_uses_id(id);
-		if (r < 0)
-			return sl_err(err, errlen, r, "allocating a uid: reading /proc: %s",
-				      strerror(-r));
-		if (r > 0) {
-			unlock_uid(dir, id, TAKE_FD(fd));
-			continue;
-		}
-		/* Root (as in `sluice run`) can and so must; the unit tests
-		 * run unprivileged with a lock directory of their own. */
-		if (geteuid() == 0) {
-			r = scrub_uid(id);
-			if (r == -ENOTEMPTY) {
-				unlock_uid(dir, id, TAKE_FD(fd));
-				continue; /* keyrings no one can empty */
-			}
-			if (r < 0)
-				return sl_err(err, errlen, r,
-					      "allocating a uid: clearing the kernel keyrings of "
-					      "uid %" PRIu32 ": %s",
-					      id, strerror(-r));
-		}
-		snprintf(u.name, sizeof(u.name), "sluice-%" PRIu32, id);
-		*ret = u;
-		*ret_lock_fd = TAKE_FD(fd);
-		return 0;
+	if (fstat(sr.dfd, &st) < 0)
+		r = sl_err(err, errlen, negative_errno(), "stat %s: %m", sr.dir);
+	else if (st.st_uid != geteuid() || (st.st_mode & 022))
+		r = sl_err(err, errlen, -EPERM,
+			   "%s: must be owned by uid %u and writable by it alone (it is uid "
+			   "%u, mode %04o)",
+			   sr.dir, (unsigned)geteuid(), (unsigned)st.st_uid,
+			   (unsigned)(st.st_mode & 07777));
+	sr.start = random_start(sr.n);
+	for (; r >= 0 && got < n; got++)
+		if ((r = next_candidate(&sr, &ids[got], &fds[got], err, errlen)) < 0)
+			break;
+	if (r >= 0)
+		r = settle(&sr, n, ids, fds, err, errlen);
+	sl_closep(&sr.dfd);
+	if (r < 0) {
+		for (size_t k = 0; k < got; k++)
+			unlock_uid(sr.dir, ids[k], fds[k]);
+		return r;
 	}
-	return sl_err(err, errlen, -EUSERS, "allocating a uid: every uid in %u-%u is in use", first,
-		      first + n - 1);
+	for (size_t k = 0; k < n; k++) {
+		ret[k] = (struct sl_netns_user){.uid = ids[k], .gid = ids[k]};
+		snprintf(ret[k].name, sizeof(ret[k].name), "sluice-%" PRIu32, ids[k]);
+		ret_lock_fds[k] = fds[k];
+	}
+	return 0;
+}
+
+int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int *ret_lock_fd,
+			   char *err, size_t errlen)
+{
+	return sl_netns_user_allocate_n(lock_dir, 1, ret, ret_lock_fd, err, errlen);
 }
 
 /* ---- The environment. ---- */

@@ -491,6 +491,49 @@ static void test_user_allocate_many(void **state)
 	remove_tmpdir(dir);
 }
 
+/* Two at once (the command's and its gateway's): distinct, each locked,
+ * each released alone; out of bounds or failing, nothing is written. */
+static void test_user_allocate_n(void **state)
+{
+	struct sl_netns_user u[2] = {{0}}, c[2] = {{.uid = 7}, {.uid = 7}};
+	int fds[2] = {-1, -1}, fc[2] = {-5, -5};
+	char dir[64], path[128], err[256];
+	struct stat st;
+
+	(void)state;
+	make_tmpdir(dir, sizeof(dir));
+	assert_int_equal(sl_netns_user_allocate_n(dir, 2, u, fds, err, sizeof(err)), 0);
+	assert_true(in_range(u[0].uid) && in_range(u[1].uid));
+	assert_int_not_equal(u[0].uid, u[1].uid);
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		assert_true(fds[i] >= 0);
+		assert_int_equal(u[i].gid, u[i].uid);
+		snprintf(path, sizeof(path), "%s/%u", dir, (unsigned)u[i].uid);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), -1);
+		close(fd);
+	}
+	sl_netns_user_release(dir, u[0].uid, fds[0]);
+	snprintf(path, sizeof(path), "%s/%u", dir, (unsigned)u[0].uid);
+	assert_int_equal(stat(path, &st), -1);
+	snprintf(path, sizeof(path), "%s/%u", dir, (unsigned)u[1].uid);
+	assert_int_equal(stat(path, &st), 0);
+	sl_netns_user_release(dir, u[1].uid, fds[1]);
+	assert_int_equal(sl_netns_user_allocate_n(dir, 0, c, fc, err, sizeof(err)), -EINVAL);
+	assert_int_equal(sl_netns_user_allocate_n(dir, SL_NETNS_MAX_ALLOC + 1, c, fc, err,
+						  sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(sl_netns_user_allocate_n("/proc/no/such/dir", 2, c, fc, err, sizeof(err)) <
+			     0,
+			 1);
+	assert_int_equal(c[0].uid + c[1].uid, 14);
+	assert_int_equal(fc[0] + fc[1], -10);
+	remove_tmpdir(dir);
+}
+
 static const char *env_get(char **env, const char *name)
 {
 	size_t len = strlen(name);
@@ -719,6 +762,7 @@ int main(void)
 	    cmocka_unit_test(test_status_has_id),
 	    cmocka_unit_test(test_user_allocate),
 	    cmocka_unit_test(test_user_allocate_many),
+	    cmocka_unit_test(test_user_allocate_n),
 	    cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_env_identity),
 	    cmocka_unit_test(test_env_extra),
