@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -100,6 +101,7 @@ struct run {
 		pthread_t thread;
 		bool started, joined;
 		int ret;
+		char name[IF_NAMESIZE]; /* the sandbox's host end */
 		char err[512];
 	} ca;
 };
@@ -215,19 +217,23 @@ static void *make_ca(void *arg)
 {
 	struct run *r = arg;
 
-	r->ca.ret = sl_tls_make_ca(&r->tls, sl_netns_sandbox_host_ifname(r->sandbox), r->ca.err,
-				   sizeof(r->ca.err));
+	r->ca.ret = sl_tls_make_ca(&r->tls, r->ca.name, r->ca.err, sizeof(r->ca.err));
 	return NULL;
 }
 
 /* The sandbox's own CA, whose key stays in this process, is made by a
- * thread while the main one allocates the uids (walks of /proc), loads
- * the secrets and builds the environment: key generation, signing and the
- * bundle are milliseconds of CPU. Joined before anything forks (the spawn
- * and the gateway fork a single-threaded process), and by the teardown in
- * any case. Where no thread can be had, it is made when joined. */
-static void start_ca(struct run *r)
+ * thread while the main one makes the namespace, the veth and the rules,
+ * allocates the uids (a walk of /proc), loads the secrets and builds the
+ * environment: key generation, signing and the bundle are milliseconds of
+ * CPU. It starts as soon as the slot is taken (the CA and its bundle are
+ * named after the host end). Joined before anything forks (the spawn and
+ * the gateway fork a single-threaded process), and by the teardown in any
+ * case. Where no thread can be had, it is made when joined. */
+static void start_ca(void *data, const char *ifname)
 {
+	struct run *r = data;
+
+	snprintf(r->ca.name, sizeof(r->ca.name), "%s", ifname);
 	/* The key is secret: no core dump of us from now on (the command
 	 * gets its own setting back when it executes). */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -399,7 +405,7 @@ static int pick_user(struct run *r, char *err, size_t errlen)
  * the start then overlaps. 0, or RUN_EXIT_SETUP (it said why). */
 static int setup_net(struct run *r)
 {
-	struct sl_netns_sandbox_config cfg = {0};
+	struct sl_netns_sandbox_config cfg = {.slot_taken = start_ca, .slot_data = r};
 	char err[512];
 	int ret;
 
@@ -826,7 +832,6 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return ret;
 	}
-	start_ca(&r);
 	if (pick_user(&r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);

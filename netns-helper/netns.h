@@ -215,6 +215,10 @@ struct sl_netns_sandbox;
 struct sl_netns_sandbox_config {
 	struct sl_netns_pool pool;
 	const char *lock_dir; /* NULL: /run/sluice/pool */
+	/* When set, called once the slot is taken, with the host end's name,
+	 * before the namespace is made: run starts its CA's thread there. */
+	void (*slot_taken)(void *data, const char *ifname);
+	void *slot_data;
 };
 
 /*

@@ -330,6 +330,8 @@ int sl_netns_sandbox_new(const struct sl_netns_sandbox_config *cfg, struct sl_ne
 	if (r < 0)
 		return r;
 	sl_trace("slot picked");
+	if (cfg->slot_taken)
+		cfg->slot_taken(cfg->slot_data, sb->ifname);
 	r = make_namespace(sb, err, errlen);
 	if (r < 0)
 		return r;
