@@ -275,13 +275,22 @@ static int check_framing(struct sl_http_request *r, int *ret_status, const char 
 	return check_body_headers(r, ret_status, ret_why);
 }
 
+/* Everything but the header array, which n_headers says how much of is
+ * filled: 4 KiB less to clear for every head parsed. */
+static void request_clear(struct sl_http_request *r)
+{
+	memset(r, 0, offsetof(struct sl_http_request, headers));
+	memset(&r->n_headers, 0,
+	       sizeof(*r) - offsetof(struct sl_http_request, n_headers));
+}
+
 int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 			  struct sl_http_request *ret, int *ret_status, const char **ret_why)
 {
 	static llhttp_settings_t settings;
 	static bool settings_ready;
-	struct sl_http_request r;
-	struct ctx c = { .req = &r };
+	struct sl_http_request *rp = ret;
+	struct ctx c = { .req = ret };
 	llhttp_t parser;
 	llhttp_errno_t e;
 	size_t i, scan, lead;
@@ -317,7 +326,7 @@ int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 			break;
 	}
 
-	memset(&r, 0, sizeof(r));
+	request_clear(rp);
 	llhttp_init(&parser, HTTP_REQUEST, &settings);
 	parser.data = &c;
 	e = llhttp_execute(&parser, buf, len < max_head + 1 ? len : max_head + 1);
@@ -333,18 +342,17 @@ int sl_http_parse_request(const char *buf, size_t len, size_t max_head,
 		return refuse(400, llhttp_get_error_reason(&parser), ret_status, ret_why);
 	}
 
-	r.head_len = (size_t)(llhttp_get_error_pos(&parser) - buf);
-	if (r.head_len > max_head)
+	rp->head_len = (size_t)(llhttp_get_error_pos(&parser) - buf);
+	if (rp->head_len > max_head)
 		return refuse(431, "request head too large", ret_status, ret_why);
 	if (llhttp_get_http_major(&parser) != 1)
 		return refuse(400, "not HTTP/1.x", ret_status, ret_why);
-	r.version_minor = llhttp_get_http_minor(&parser);
-	r.keep_alive = llhttp_should_keep_alive(&parser);
-	k = check_framing(&r, ret_status, ret_why);
+	rp->version_minor = llhttp_get_http_minor(&parser);
+	rp->keep_alive = llhttp_should_keep_alive(&parser);
+	k = check_framing(rp, ret_status, ret_why);
 	if (k < 0)
 		return k;
-	*ret = r;
-	return (int)r.head_len;
+	return (int)rp->head_len;
 }
 
 int sl_http_parse_url(const struct sl_http_span *target, struct sl_http_url *ret,
@@ -664,7 +672,7 @@ int sl_http_response_begin(struct sl_http_response *r, const char *buf, size_t l
 	head_len = (size_t)(end - buf) + 4;
 
 	memset(r, 0, sizeof(*r));
-	memset(ret_hdrs, 0, sizeof(*ret_hdrs));
+	request_clear(ret_hdrs);
 	memset(&rc, 0, sizeof(rc));
 	rc.hdr.req = ret_hdrs;
 	rc.r = r;

@@ -30,6 +30,7 @@ struct poller {
 
 struct cache_entry {
 	char name[256];
+	uint32_t hash; /* of name: most entries are passed over on it */
 	uint64_t expires_ms;
 	int status; /* 0, or the failure (-ENOENT, -ETIMEDOUT, -EIO) */
 	struct sl_gw_addrs addrs;
@@ -188,13 +189,26 @@ int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolv
 	return 0;
 }
 
+/* FNV-1a: no defence against collisions is needed, the name is compared
+ * in full after it. */
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
 static struct cache_entry *cache_get(struct sl_gw_resolver *r, const char *name)
 {
 	uint64_t now = uv_now(r->loop);
+	uint32_t h = name_hash(name);
 	size_t i;
 
 	for (i = 0; i < CACHE_SIZE; i++)
-		if (r->cache[i].expires_ms > now && !strcmp(r->cache[i].name, name))
+		if (r->cache[i].hash == h && r->cache[i].expires_ms > now &&
+		    !strcmp(r->cache[i].name, name))
 			return &r->cache[i];
 	return NULL;
 }
@@ -215,6 +229,7 @@ static void cache_put(struct sl_gw_resolver *r, const char *name, int status,
 			victim = &r->cache[i];
 	}
 	snprintf(victim->name, sizeof(victim->name), "%s", name);
+	victim->hash = name_hash(victim->name);
 	victim->addrs = *a;
 	victim->status = status;
 	victim->expires_ms = uv_now(r->loop) + (status ? FAIL_TTL_MS : (uint64_t)ttl * 1000);
