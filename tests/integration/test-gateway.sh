@@ -301,16 +301,7 @@ PYCHECK
 check "all $lines audit lines are JSON with every field" "0" "$bad"
 
 # ---- reload ----
-reload() { # reload: SIGHUP to the gateway; wait (bounded) for its answer in gw.log
-	local n
-	n=$(grep -cE ': (not )?reloaded' "$T/gw.log")
-	kill -HUP "$gw_pid"
-	for _ in $(seq 100); do
-		[ "$(grep -cE ': (not )?reloaded' "$T/gw.log")" -gt "$n" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
+reload() { gw_reload "$gw_pid" "$T/gw.log"; } # SIGHUP, then its answer in gw.log
 n_tunnel1=$(origin_has "/tunnel-1")
 rm -f "$T/go"
 # An opaque (protocol: tcp) tunnel is decided once, when it opens; a tunnel

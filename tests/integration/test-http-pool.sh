@@ -66,16 +66,7 @@ OK="raw-origin ok $(sha '') 200"
 # The origin's connection number for the newest request line matching $1.
 conn_of() { grep -- "$1" "$R/requests.log" | tail -1 | sed -n 's/^conn=\([0-9]*\) .*/\1/p'; }
 seen() { grep -c -- "$1" "$R/requests.log"; }
-reload() {
-	local n
-	n=$(grep -cE ': (not )?reloaded' "$T/gw.log")
-	kill -HUP "$gw_pid"
-	for _ in $(seq 100); do
-		[ "$(grep -cE ': (not )?reloaded' "$T/gw.log")" -gt "$n" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
+reload() { gw_reload "$gw_pid" "$T/gw.log"; } # SIGHUP, then its answer in gw.log
 
 # ---- reuse, across client connections ----
 check "a first request" "$OK" "$(get http://raw.test/a1)"

@@ -23,6 +23,7 @@
 #   audit_count STRING...     how many there are
 #   wait_grep FILE STRING     wait (bounded, 10 s) until FILE holds STRING;
 #                             1 if it does not
+#   gw_reload PID LOG         SIGHUP a `sluice gateway`, wait for its answer
 #   finish                    print "N passed, N failed", exit accordingly
 
 passed=0
@@ -79,6 +80,19 @@ audit_match() {
 audit_count() { audit_match "$@" | grep -c .; }
 wait_grep() {
 	for _ in $(seq 200); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
+
+# gw_reload PID LOG: SIGHUP to a `sluice gateway`, then wait (bounded) for
+# its answer ("reloaded" or "not reloaded") in its log; 1 if none came.
+gw_reload() {
+	local n
+	n=$(grep -cE ': (not )?reloaded' "$2")
+	kill -HUP "$1"
+	for _ in $(seq 100); do
+		[ "$(grep -cE ': (not )?reloaded' "$2")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
 	return 1
 }
 
