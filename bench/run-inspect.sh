@@ -32,7 +32,12 @@
 #
 # Usage: bench/run-inspect.sh [PATH-TO-SLUICE] [N]     (N default 500)
 # Environment: REPS (default 5), BIG (1 MiB downloads per repetition,
-# default N/10, at least 10), POSTS (default N/5, at least 10).
+# default N/10, at least 10), POSTS (default N/5, at least 10); ONLY, a
+# comma-separated subset of keep-alive,new,big,post to run; WAYS, of
+# passthrough,inspected,squid (direct always runs); PROFILE=perf
+# (perf record -g of the gateway, its report after the table) or
+# PROFILE=strace (strace -c -f), PROFILE_OUT a directory to keep
+# perf.data or strace.txt in.
 # Exit: 0 ran, 1 setup failed, 77 skipped (not root, or no nginx).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +46,9 @@ N=${2:-500}
 REPS=${REPS:-5}
 BIG=${BIG:-$((N / 10 < 10 ? 10 : N / 10))}
 POSTS=${POSTS:-$((N / 5 < 10 ? 10 : N / 5))}
+ONLY=${ONLY:-keep-alive,new,big,post}
+WAYS=${WAYS:-passthrough,inspected,squid}
+PROFILE=${PROFILE:-}
 PY=/usr/bin/python3
 [ "$(id -u)" = 0 ] || { echo "run-inspect.sh: needs root" >&2; exit 77; }
 [ -x "$SLUICE" ] || { echo "run-inspect.sh: no sluice at $SLUICE" >&2; exit 1; }
@@ -51,6 +59,9 @@ if [ ! -x "$NGINX" ]; then
 	exit 77
 fi
 SQUID=$(command -v squid || { [ -x /usr/sbin/squid ] && echo /usr/sbin/squid; })
+case ",$ONLY,$WAYS," in *[!a-z,-]* | ,,*) echo "run-inspect.sh: ONLY and WAYS are comma-separated lists" >&2; exit 1 ;; esac
+case "$PROFILE" in "" | perf | strace) ;; *) echo "run-inspect.sh: PROFILE is perf or strace" >&2; exit 1 ;; esac
+[ -z "$PROFILE" ] || command -v "$PROFILE" >/dev/null || { echo "run-inspect.sh: PROFILE=$PROFILE needs $PROFILE installed" >&2; exit 1; }
 case "$N$REPS$BIG$POSTS" in *[!0-9]*) echo "run-inspect.sh: N, REPS, BIG and POSTS are numbers" >&2; exit 1 ;; esac
 if [ "$N" -lt 1 ] || [ "$N" -gt 100000 ] || [ "$REPS" -lt 1 ] || [ "$REPS" -gt 50 ]; then
 	echo "run-inspect.sh: N 1..100000, REPS 1..50" >&2
@@ -61,8 +72,13 @@ fi
 . "$here/lib.sh"
 
 gw_pid=
+prof_pid=
 cleanup() {
 	trap '' INT TERM # a second signal must not cut the cleanup short
+	if [ -n "$prof_pid" ]; then
+		kill -INT "$prof_pid" 2>/dev/null
+		wait "$prof_pid" 2>/dev/null
+	fi
 	if [ -n "$gw_pid" ]; then
 		kill -TERM "$gw_pid" 2>/dev/null
 		wait "$gw_pid" 2>/dev/null
@@ -214,7 +230,7 @@ echo "sluice TLS inspection bench: N=$N requests, $REPS repetitions (median), $B
 cat >"$T/client.py" <<'PY'
 import http.client, json, os, socket, ssl, statistics, sys, time, urllib.request
 
-origin, gw, n, reps, big, posts, api, passh, origin_ca, sluice_ca, squid_port, gw_pid, squid_pid = sys.argv[1:14]
+origin, gw, n, reps, big, posts, api, passh, origin_ca, sluice_ca, squid_port, gw_pid, squid_pid, only, only_ways = sys.argv[1:16]
 n, reps, big, posts = int(n), int(reps), int(big), int(posts)
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -279,6 +295,7 @@ conn.close()
 if r.status != 200:
     raise SystemExit("direct: POST /post answered %d" % r.status)
 print("checked: inspected requests carry the injected credential; passthrough ones do not")
+ways = [w for w in ways if w[0] == "direct" or w[0] in only_ways.split(",")]
 
 def keepalive(way):
     conn = connect(way)
@@ -342,10 +359,11 @@ def post_two_writes(way):
 
 # (label, function, higher is better, requests per run, what CPU is counted per)
 # (the warm-up request counts: the proxy did that work too).
-benches = [("keep-alive: ms/request", keepalive, False, n + 1, "request"),
-           ("new connection: ms/request", newconn, False, n, "request"),
-           ("1 MiB response: MB/s", throughput, True, big + 1, "MiB"),
-           ("POST, 2 writes: ms/request", post_two_writes, False, posts + 1, "request")]
+benches = [("keep-alive: ms/request", keepalive, False, n + 1, "request", "keep-alive"),
+           ("new connection: ms/request", newconn, False, n, "request", "new"),
+           ("1 MiB response: MB/s", throughput, True, big + 1, "MiB", "big"),
+           ("POST, 2 writes: ms/request", post_two_writes, False, posts + 1, "request", "post")]
+benches = [b[:5] for b in benches if b[5] in only.split(",")]
 res = {(b[0], w[0]): [] for b in benches for w in ways}
 lats = {(b[0], w[0]): [] for b in benches for w in ways}
 conns = {(b[0], w[0]): 0 for b in benches for w in ways}
@@ -392,8 +410,39 @@ PY
 chmod 644 "$T/client.py"
 
 # Bounded: every request has a 15 s timeout, and the whole client 10 minutes.
+# PROFILE: attached to the gateway for the client's run only, stopped by
+# its pid (SIGINT makes both write their results).
+case "$PROFILE" in
+perf) perf record -q --call-graph dwarf,16384 -F 2000 -o "$T/perf.data" -p "$gw_pid" 2>"$T/prof.err" &
+	prof_pid=$! ;;
+strace) strace ${STRACE_OPTS:--c} -f -o "$T/strace.txt" -p "$gw_pid" 2>"$T/prof.err" &
+	prof_pid=$! ;;
+esac
+if [ -n "$prof_pid" ]; then # attached before the first request (bounded)
+	for _ in $(seq 100); do
+		case "$PROFILE" in
+		perf) [ -s "$T/perf.data" ] && break ;;
+		strace) grep -q attached "$T/prof.err" 2>/dev/null && break ;;
+		esac
+		kill -0 "$prof_pid" 2>/dev/null || die "$PROFILE did not attach: $(cat "$T/prof.err")"
+		sleep 0.1
+	done
+fi
 world_host timeout 600 "$PY" "$T/client.py" "$O" "$G" "$N" "$REPS" "$BIG" "$POSTS" "$API" "$PASS" \
-	"$W/cert.pem" "$T/ca/ca.crt" "$squid_port" "$gw_pid" "$squid_cpu_pid" || die "the client failed (gateway log: $(tail -n 5 "$T/gw.log"))"
+	"$W/cert.pem" "$T/ca/ca.crt" "$squid_port" "$gw_pid" "$squid_cpu_pid" "$ONLY" "$WAYS" || die "the client failed (gateway log: $(tail -n 5 "$T/gw.log"))"
+if [ -n "$prof_pid" ]; then
+	kill -INT "$prof_pid" 2>/dev/null
+	wait "$prof_pid" 2>/dev/null
+	prof_pid=
+	echo
+	[ -z "${PROFILE_OUT:-}" ] || cp "$T/perf.data" "$T/strace.txt" "$PROFILE_OUT/" 2>/dev/null
+	case "$PROFILE" in
+	perf) echo "perf report of the gateway over the client's run (self time; $T/perf.data):"
+		perf report -q -i "$T/perf.data" --no-children --percent-limit 0.7 --stdio -g none 2>/dev/null | sed 's/  *$//' | head -60 ;;
+	strace) echo "strace -c -f of the gateway over the client's run:"
+		head -30 "$T/strace.txt" ;;
+	esac
+fi
 
 kill -0 "$gw_pid" 2>/dev/null || die "sluice gateway exited: $(tail -n 5 "$T/gw.log")"
 echo
