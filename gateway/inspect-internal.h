@@ -13,6 +13,8 @@
  *   inspect-upstream.c  upstream TLS connections: connect, handshake, the
  *                       pool of kept-alive ones
  *   inspect-tls.c       the two SSL_CTXs, ALPN, the secrets, the session cache
+ *   inspect-bio.c       the BIO under every SSL: a byte queue libuv reads
+ *                       into and writes from
  *
  * Where a lower file must tell the driver something happened (an upstream
  * connection is ready or failed, a response is complete), it calls through
@@ -33,11 +35,27 @@
 #include "secret.h"
 
 #define TLS_CHUNK 16384
+/* Plaintext to the client is gathered into records of this size (TLS's
+ * largest), and its records into writes of up to FLUSH_AT bytes: one
+ * record and one write(2) per piece would cost a syscall per 8 KiB. */
+#define OBUF_CAP 16384
+#define FLUSH_AT (64 * 1024)
+/* The most read(2) takes at once from either side. */
+#define INSP_READ 65536
 #define SESS_CACHE 64
 #define DRIVE_ROUNDS 4096
 
 struct up;
 struct insp;
+
+/* A byte queue in a buffer we own, p[off, off + len): the BIO under an
+ * SSL (inspect-bio.c). Ciphertext that arrived waits in one for the SSL to
+ * read it; the records an SSL wrote wait in another to be sent. */
+struct insp_q {
+	char *p;
+	size_t off, len, cap;
+	size_t min_cap; /* a buffer starts this big: regrowing copies it */
+};
 
 /* What the lower files tell the exchange's driver (inspect.c sets
  * in->ops): the way they signal up without naming the file above. */
@@ -112,8 +130,9 @@ struct up {
 	int open_handles;
 	bool closing;
 	SSL *ssl;
-	BIO *rb, *wb; /* network side: rb takes what arrives, wb holds what to send */
-	bool ready;   /* handshake done */
+	/* Network side: rq takes what arrives, wq holds what to send. */
+	struct insp_q rq, wq;
+	bool ready; /* handshake done */
 	bool paused;
 	bool eof;    /* the origin closed its side */
 	bool failed; /* TLS failed: its session is not to be resumed */
@@ -129,7 +148,10 @@ struct insp {
 	const struct insp_ops *ops;
 	enum ist st;
 	SSL *ssl;
-	BIO *rb, *wb;
+	struct insp_q rq, wq; /* as struct up's */
+	/* Plaintext for the client not yet made a record (OBUF_CAP). */
+	char *obuf;
+	size_t olen;
 	char host[SL_HOST_BUF]; /* what the connection was decided for */
 	enum sl_host_kind kind;
 	bool in_drive, redrive;
@@ -180,8 +202,17 @@ void insp_drive_upstream(struct insp *in);
 void insp_wipe_uhead(struct insp *in);
 /* The connection, or the inspection in it, is on its way out. */
 bool insp_closing(const struct insp *in);
+/* Everything written so far out on the client's socket: the plaintext
+ * gathered made records, the records sent (or queued); then, with
+ * close_after, the connection closes. */
 int insp_client_flush(struct insp *in, bool close_after);
+/* Plaintext for the client, gathered into full records; it goes out at
+ * the next insp_client_flush (or once FLUSH_AT bytes are waiting). */
 int insp_client_write(struct insp *in, const void *p, size_t n);
+/* close_notify after what was written, then the connection closes. */
+void insp_client_shutdown(struct insp *in);
+/* libuv's allocation for reading the client: the free tail of in->rq. */
+void insp_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 /* The record of a refused request, now (unless it has one). */
 void insp_audit_now(struct conn *c);
 void insp_respond(struct insp *in, int status, const char *reason, const char *why);
@@ -198,6 +229,20 @@ void insp_pool_put(struct up *up);
 /* in->up: from the pool (unless fresh), else a new connection; the head
  * goes once it is ready (in->ops->up_ready). */
 void insp_get_upstream(struct insp *in, bool fresh);
+
+/* inspect-bio.c */
+/* A BIO over q (q must outlive it), or NULL. */
+BIO *insp_q_bio(struct insp_q *q);
+/* At least room free bytes after the queued ones: 0, or -ENOMEM. */
+int insp_q_reserve(struct insp_q *q, size_t room);
+/* n bytes from the front are done with. */
+void insp_q_consume(struct insp_q *q, size_t n);
+/* An empty queue gives its buffer back (an idle connection holds none). */
+void insp_q_release(struct insp_q *q);
+void insp_q_free(struct insp_q *q);
+/* The queued bytes, moved to the front of the buffer, which the caller
+ * now owns (free()); the queue is left empty. */
+char *insp_q_take(struct insp_q *q, size_t *ret_len);
 
 /* inspect-tls.c */
 /* OpenSSL's last error, for a message. */

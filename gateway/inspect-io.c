@@ -33,30 +33,103 @@ bool insp_closing(const struct insp *in)
 
 /* ---- writing ---- */
 
-/* Whatever TLS records the client's SSL has made go out on its socket. */
+/* The plaintext gathered, made a record. */
+static int seal(struct insp *in)
+{
+	int n = (int)in->olen;
+
+	if (n && SSL_write(in->ssl, in->obuf, n) != n)
+		return -EIO;
+	in->olen = 0;
+	return 0;
+}
+
+/* Whatever TLS records the client's SSL has made go out on its socket:
+ * written now if the socket takes them (no write request, no callback, no
+ * epoll change), the rest queued behind whatever is still queued. */
 int insp_client_flush(struct insp *in, bool close_after)
 {
-	size_t n = (size_t)BIO_ctrl_pending(in->wb);
-	char *buf;
+	struct conn *c = in->c;
+	struct insp_q *q = &in->wq;
+	uv_buf_t b;
+	char *rest;
+	size_t n;
+	int k;
 
-	if (n == 0) {
+	if (seal(in) < 0)
+		return -EIO;
+	if (q->len) {
+		b = uv_buf_init(q->p + q->off, (unsigned)q->len);
+		k = uv_try_write((uv_stream_t *)&c->client, &b, 1);
+		if (k < 0 && k != UV_EAGAIN)
+			return k;
+		if (k > 0)
+			insp_q_consume(q, (size_t)k);
+	}
+	if (q->len == 0) {
 		if (close_after)
-			conn_close(in->c);
+			conn_close(c);
 		return 0;
 	}
-	buf = malloc(n);
-	if (!buf || BIO_read(in->wb, buf, (int)n) != (int)n) {
-		free(buf);
-		return -ENOMEM;
-	}
-	return conn_send_owned(in->c, true, buf, n, close_after);
+	rest = insp_q_take(q, &n);
+	return conn_send_owned(c, true, rest, n, close_after);
 }
 
 int insp_client_write(struct insp *in, const void *p, size_t n)
 {
-	if (n && SSL_write(in->ssl, p, (int)n) != (int)n)
-		return -EIO;
-	return insp_client_flush(in, false);
+	const char *s = p;
+
+	if (!in->olen && n >= OBUF_CAP) {
+		/* Whole records straight from the caller's bytes. */
+		int w = (int)(n / OBUF_CAP * OBUF_CAP);
+
+		if (SSL_write(in->ssl, s, w) != w)
+			return -EIO;
+		s += w;
+		n -= (size_t)w;
+	}
+	while (n) {
+		size_t k = OBUF_CAP - in->olen;
+
+		if (!in->obuf && !(in->obuf = malloc(OBUF_CAP)))
+			return -ENOMEM;
+		if (k > n)
+			k = n;
+		memcpy(in->obuf + in->olen, s, k);
+		in->olen += k;
+		s += k;
+		n -= k;
+		if (in->olen == OBUF_CAP && seal(in) < 0)
+			return -EIO;
+	}
+	/* Bounded: a long run of records goes out as it grows. */
+	if (in->wq.len >= FLUSH_AT)
+		return insp_client_flush(in, false);
+	return 0;
+}
+
+void insp_client_shutdown(struct insp *in)
+{
+	if (seal(in) < 0) {
+		conn_close(in->c);
+		return;
+	}
+	SSL_shutdown(in->ssl);
+	if (insp_client_flush(in, true) < 0)
+		conn_close(in->c);
+}
+
+void insp_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct conn *c = h->data;
+	struct insp_q *q = &c->insp->rq;
+
+	(void)suggested;
+	if (insp_q_reserve(q, INSP_READ) < 0) {
+		*buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+		return;
+	}
+	*buf = uv_buf_init(q->p + q->off + q->len, INSP_READ);
 }
 
 /* ---- answering inside the tunnel ---- */
@@ -101,13 +174,11 @@ void insp_respond(struct insp *in, int status, const char *reason, const char *w
 	}
 	uv_read_stop((uv_stream_t *)&c->client);
 	n = conn_error_response(status, why, &msg);
-	if (n < 0 || SSL_write(in->ssl, msg, n) != n) {
+	if (n < 0 || insp_client_write(in, msg, (size_t)n) < 0) {
 		free(msg);
 		conn_close(c);
 		return;
 	}
 	free(msg);
-	SSL_shutdown(in->ssl);
-	if (insp_client_flush(in, true) < 0)
-		conn_close(c);
+	insp_client_shutdown(in);
 }

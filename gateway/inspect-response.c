@@ -36,10 +36,9 @@ static int sink_body(void *userdata, const void *p, size_t n)
 	if (!in->resp.chunked)
 		return insp_client_write(in, p, n);
 	k = snprintf(size, sizeof(size), "%zx\r\n", n);
-	if (SSL_write(in->ssl, size, k) != k || SSL_write(in->ssl, p, (int)n) != (int)n ||
-	    SSL_write(in->ssl, "\r\n", 2) != 2)
+	if (insp_client_write(in, size, (size_t)k) < 0 || insp_client_write(in, p, n) < 0)
 		return -EIO;
-	return insp_client_flush(in, false);
+	return insp_client_write(in, "\r\n", 2);
 }
 
 static int on_body_data(void *userdata, const char *p, size_t n)
@@ -302,9 +301,7 @@ static void upstream_eof(struct insp *in)
 			return;
 		}
 		conn_write_audit(c); /* unless this exchange has its record */
-		SSL_shutdown(in->ssl);
-		if (insp_client_flush(in, true) < 0)
-			conn_close(c);
+		insp_client_shutdown(in);
 		return;
 	}
 	if (!in->resp_started && in->reused && in->uhead && !in->rlen && !c->bytes_up) {
@@ -326,7 +323,7 @@ static void upstream_eof(struct insp *in)
 	conn_close(c);
 }
 
-void insp_drive_upstream(struct insp *in)
+static void drive_upstream(struct insp *in)
 {
 	struct conn *c = in->c;
 	struct up *up = in->up;
@@ -366,4 +363,13 @@ void insp_drive_upstream(struct insp *in)
 		conn_close(c);
 		return;
 	}
+}
+
+/* Read what the origin sent, as far as the client's write queue allows;
+ * what it made for the client goes out once, at the end. */
+void insp_drive_upstream(struct insp *in)
+{
+	drive_upstream(in);
+	if (!insp_closing(in) && insp_client_flush(in, false) < 0)
+		conn_close(in->c);
 }

@@ -74,25 +74,34 @@ static void up_written(uv_write_t *req, int status)
 		in->ops->up_drained(in);
 }
 
+/* The records up's SSL made, out on its socket: written now if it takes
+ * them (no write request, no callback, no epoll change), the rest queued
+ * behind whatever is queued still. */
 static int up_flush(struct up *up)
 {
-	size_t n = (size_t)BIO_ctrl_pending(up->wb);
+	struct insp_q *q = &up->wq;
 	struct up_wreq *w;
 	uv_buf_t b;
+	size_t n;
 	int r;
 
-	if (n == 0)
+	if (q->len == 0)
 		return 0;
+	b = uv_buf_init(q->p + q->off, (unsigned)q->len);
+	r = uv_try_write((uv_stream_t *)&up->tcp, &b, 1);
+	if (r < 0 && r != UV_EAGAIN)
+		return r;
+	if (r > 0)
+		insp_q_consume(q, (size_t)r);
+	if (q->len == 0) {
+		insp_q_release(q); /* a pooled connection holds no buffer */
+		return 0;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->up = up;
-	w->data = malloc(n);
-	if (!w->data || BIO_read(up->wb, w->data, (int)n) != (int)n) {
-		free(w->data);
-		free(w);
-		return -ENOMEM;
-	}
+	w->data = insp_q_take(q, &n);
 	b = uv_buf_init(w->data, (unsigned)n);
 	r = uv_write(&w->req, (uv_stream_t *)&up->tcp, &b, 1, up_written);
 	if (r < 0) {
@@ -118,7 +127,9 @@ static void up_handle_closed(uv_handle_t *h)
 
 	if (--up->open_handles > 0)
 		return;
-	SSL_free(up->ssl);
+	SSL_free(up->ssl); /* and its BIOs; their queues are ours */
+	insp_q_free(&up->rq);
+	insp_q_free(&up->wq);
 	free(up);
 	t->n_ups--;
 	sl_gw_maybe_free(t->gw);
@@ -162,12 +173,17 @@ void insp_up_close(struct up *up)
 		uv_close((uv_handle_t *)&up->tcp, up_handle_closed);
 }
 
+/* libuv reads straight into the free tail of up->rq. */
 void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	(void)h;
+	struct up *up = h->data;
+
 	(void)suggested;
-	buf->base = malloc(TLS_CHUNK);
-	buf->len = buf->base ? TLS_CHUNK : 0;
+	if (insp_q_reserve(&up->rq, INSP_READ) < 0) {
+		*buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+		return;
+	}
+	*buf = uv_buf_init(up->rq.p + up->rq.off + up->rq.len, INSP_READ);
 }
 
 static void up_fail(struct up *up, int status, const char *reason, const char *why)
@@ -214,12 +230,10 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	struct up *up = s->data;
 	struct insp *in = up->owner;
 
-	if (nread == 0) {
-		free(buf->base);
+	(void)buf; /* the free tail of up->rq (insp_up_alloc) */
+	if (nread == 0)
 		return;
-	}
 	if (nread < 0) {
-		free(buf->base);
 		if (!in || !up->ready) {
 			if (in)
 				up_fail(up, 502, "upstream-closed", "the origin closed the connection");
@@ -233,10 +247,10 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		in->ops->up_readable(in);
 		return;
 	}
-	BIO_write(up->rb, buf->base, (int)nread);
-	free(buf->base);
+	up->rq.len += (size_t)nread;
 	if (!up->ready) {
 		up_handshake(up);
+		insp_q_release(&up->rq);
 		return;
 	}
 	if (!in) {
@@ -247,9 +261,13 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 		if (n > 0 || SSL_get_error(up->ssl, n) != SSL_ERROR_WANT_READ)
 			insp_up_close(up);
+		else
+			insp_q_release(&up->rq);
 		return;
 	}
 	in->ops->up_readable(in);
+	/* up may be closing, but is freed only once its handles are. */
+	insp_q_release(&up->rq); /* unless a record is still partial */
 }
 
 static void up_timer_fired(uv_timer_t *tm)
@@ -282,16 +300,16 @@ static void up_connected(uv_connect_t *req, int status)
 		return;
 	}
 	up->ssl = SSL_new(up->t->client);
-	up->rb = BIO_new(BIO_s_mem());
-	up->wb = BIO_new(BIO_s_mem());
-	if (!up->ssl || !up->rb || !up->wb) {
-		BIO_free(up->rb);
-		BIO_free(up->wb);
-		up->rb = up->wb = NULL;
-		up_fail(up, 502, "connect-failed", "out of memory");
-		return;
+	{
+		BIO *rb = up->ssl ? insp_q_bio(&up->rq) : NULL, *wb = rb ? insp_q_bio(&up->wq) : NULL;
+
+		if (!wb) {
+			BIO_free(rb);
+			up_fail(up, 502, "connect-failed", "out of memory");
+			return;
+		}
+		SSL_set_bio(up->ssl, rb, wb);
 	}
-	SSL_set_bio(up->ssl, up->rb, up->wb);
 	SSL_set_app_data(up->ssl, up);
 	SSL_set_connect_state(up->ssl);
 	if (up->kind == SL_HOST_NAME) {
@@ -395,7 +413,7 @@ void insp_pool_put(struct up *up)
 	/* Not from before a flush (a reload: its address was chosen under
 	 * the old policy), and within the bounds. */
 	if (t->gw->shutting_down || up->gen != t->gen || t->n_pool >= POOL_MAX ||
-	    same >= POOL_PER_HOST || SSL_pending(up->ssl) > 0 || BIO_ctrl_pending(up->rb) > 0) {
+	    same >= POOL_PER_HOST || SSL_pending(up->ssl) > 0 || up->rq.len > 0) {
 		insp_up_close(up);
 		return;
 	}

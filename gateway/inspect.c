@@ -107,6 +107,11 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	struct conn *c = in->c;
 	struct up *up = in->up;
 
+	/* The response's last records go before the record of it. */
+	if (insp_client_flush(in, false) < 0) {
+		conn_close(c);
+		return;
+	}
 	conn_write_audit(c);
 	c->n_exchanges++;
 	in->up = NULL;
@@ -121,11 +126,13 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	if (in->close_after || in->client_eof) {
 		in->st = I_CLOSING;
 		uv_read_stop((uv_stream_t *)&c->client);
-		SSL_shutdown(in->ssl);
-		if (insp_client_flush(in, true) < 0)
-			conn_close(c);
+		insp_client_shutdown(in);
 		return;
 	}
+	/* Between requests a connection holds no buffers of its own. */
+	free(in->obuf);
+	in->obuf = NULL;
+	insp_q_release(&in->wq);
 	/* Ready for the next request, decided from scratch. */
 	free(c->path);
 	c->path = NULL;
@@ -261,7 +268,8 @@ static void drive_client_once(struct insp *in)
 		if (e == SSL_ERROR_WANT_READ) {
 			if (in->client_paused && !in->client_eof) {
 				in->client_paused = false;
-				uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, client_read);
+				uv_read_start((uv_stream_t *)&c->client, insp_client_alloc,
+					      client_read);
 			}
 			return;
 		}
@@ -309,12 +317,10 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	struct conn *c = s->data;
 	struct insp *in = c->insp;
 
-	if (nread == 0) {
-		free(buf->base);
+	(void)buf; /* the free tail of in->rq (insp_client_alloc) */
+	if (nread == 0)
 		return;
-	}
 	if (nread < 0) {
-		free(buf->base);
 		in->client_eof = true;
 		uv_read_stop(s);
 		if (in->st == I_HANDSHAKE) {
@@ -335,8 +341,7 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		}
 		return;
 	}
-	BIO_write(in->rb, buf->base, (int)nread);
-	free(buf->base);
+	in->rq.len += (size_t)nread;
 	if (in->st == I_HEAD && !in->head_started) {
 		/* A head begins with its first TLS record's first byte, not
 		 * once a record decrypts: one record trickled a byte at a
@@ -347,6 +352,8 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
 	}
 	insp_drive_client(in);
+	if (!insp_closing(in))
+		insp_q_release(&in->rq); /* unless a record is still partial */
 }
 
 /* The upstream connection is ready: the head goes, then the body. */
@@ -404,16 +411,23 @@ void conn_inspect_start(struct conn *c)
 	in->ccap = cbuf_cap(c->gw);
 	in->cbuf = malloc(in->ccap);
 	in->ssl = SSL_new(t->server);
-	in->rb = BIO_new(BIO_s_mem());
-	in->wb = BIO_new(BIO_s_mem());
-	if (!in->cbuf || !in->ssl || !in->rb || !in->wb) {
-		BIO_free(in->rb);
-		BIO_free(in->wb);
-		in->rb = in->wb = NULL;
+	/* Records for the client gather up to FLUSH_AT before a write. */
+	in->wq.min_cap = FLUSH_AT + 2 * (OBUF_CAP + 256);
+	if (!in->cbuf || !in->ssl) {
 		conn_close(c);
 		return;
 	}
-	SSL_set_bio(in->ssl, in->rb, in->wb);
+	{
+		BIO *rb = insp_q_bio(&in->rq), *wb = insp_q_bio(&in->wq);
+
+		if (!rb || !wb) {
+			BIO_free(rb);
+			BIO_free(wb);
+			conn_close(c);
+			return;
+		}
+		SSL_set_bio(in->ssl, rb, wb);
+	}
 	SSL_set_accept_state(in->ssl);
 	if (sl_ca_use_leaf(t->ca, in->ssl, in->host) < 0) {
 		/* The record says leaf-failed for this host; the operator
@@ -437,14 +451,20 @@ void conn_inspect_start(struct conn *c)
 		in->scrub_on = true;
 	}
 	/* The ClientHello we peeked at starts the handshake. */
-	if (c->len)
-		BIO_write(in->rb, c->buf, (int)c->len);
+	if (c->len) {
+		if (insp_q_reserve(&in->rq, c->len) < 0) {
+			conn_close(c);
+			return;
+		}
+		memcpy(in->rq.p, c->buf, c->len);
+		in->rq.len = c->len;
+	}
 	free(c->buf);
 	c->buf = NULL;
 	c->len = 0;
 	conn_set_state(c, ST_INSPECT);
 	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
-	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, client_read);
+	uv_read_start((uv_stream_t *)&c->client, insp_client_alloc, client_read);
 	insp_drive_client(in);
 }
 
@@ -512,7 +532,10 @@ void conn_inspect_free(struct conn *c)
 
 	if (!in)
 		return;
-	SSL_free(in->ssl);
+	SSL_free(in->ssl); /* and its BIOs; their queues are ours */
+	insp_q_free(&in->rq);
+	insp_q_free(&in->wq);
+	free(in->obuf);
 	free(in->cbuf);
 	free(in->rbuf);
 	if (in->uhead) {
