@@ -8,10 +8,6 @@
 
 #include "scrub.h"
 
-/* Fresh bytes taken per pass on top of the held-back tail: large enough
- * that callbacks carry big runs, small enough to stay cheap per stream. */
-#define SCRUB_WINDOW 8192
-
 int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, size_t n,
 		  const char *marker)
 {
@@ -46,7 +42,9 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 		order[j] = i;
 	}
 
-	s->cap = s->max_len - 1 + SCRUB_WINDOW;
+	/* The held-back tail (< max_len) and the max_len - 1 bytes that
+	 * decide it: the rest of each feed is scanned where it is. */
+	s->cap = 2 * s->max_len;
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	s->map_len = (total + s->cap + page - 1) / page * page;
 	map = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -69,6 +67,7 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 		if (!s->first[p[0]])
 			s->first_bytes[s->n_first++] = p[0];
 		s->first[p[0]] |= (uint8_t)(1u << i);
+		s->second[p[1]] |= (uint8_t)(1u << i);
 		p += sec->len;
 	}
 	s->n = n;
@@ -78,17 +77,24 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 	return 0;
 }
 
-/* The length of the longest secret that occurs at buf[p], wholly inside
+/* The bytes being decided: the held-back buffer, or a caller's bytes
+ * scanned where they are. */
+struct view {
+	const unsigned char *b;
+	size_t fill;
+};
+
+/* The length of the longest secret that occurs at v->b[p], wholly inside
  * the fill; 0 if none. */
-static size_t match_at(const struct sl_scrub *s, size_t p)
+static size_t match_at(const struct sl_scrub *s, const struct view *v, size_t p)
 {
-	unsigned mask = s->first[s->buf[p]];
+	unsigned mask = s->first[v->b[p]];
 	size_t i;
 
 	for (i = 0; mask && i < s->n; i++, mask >>= 1) {
 		if (!(mask & 1u))
 			continue;
-		if (s->len[i] <= s->fill - p && memcmp(s->buf + p, s->secret[i], s->len[i]) == 0)
+		if (s->len[i] <= v->fill - p && memcmp(v->b + p, s->secret[i], s->len[i]) == 0)
 			return s->len[i];
 	}
 	return 0;
@@ -97,28 +103,28 @@ static size_t match_at(const struct sl_scrub *s, size_t p)
 /* The first position from p on where some secret could start (the fill if
  * none): memchr per distinct first byte, so that ordinary text is skipped
  * at memchr's speed rather than a byte at a time. */
-static size_t next_candidate(const struct sl_scrub *s, size_t p)
+static size_t next_candidate(const struct sl_scrub *s, const struct view *v, size_t p)
 {
-	size_t best = s->fill, i;
+	size_t best = v->fill, i;
 
 	for (i = 0; i < s->n_first && p < best; i++) {
-		const unsigned char *q = memchr(s->buf + p, s->first_bytes[i], best - p);
+		const unsigned char *q = memchr(v->b + p, s->first_bytes[i], best - p);
 
 		if (q)
-			best = (size_t)(q - s->buf);
+			best = (size_t)(q - v->b);
 	}
 	return best;
 }
 
 /* At p, in the undecided tail: could a secret that starts here still be
  * completed by bytes not seen yet? Only then must p wait for them. */
-static bool pending_at(const struct sl_scrub *s, size_t p)
+static bool pending_at(const struct sl_scrub *s, const struct view *v, size_t p)
 {
-	unsigned mask = s->first[s->buf[p]];
-	size_t have = s->fill - p, i;
+	unsigned mask = s->first[v->b[p]];
+	size_t have = v->fill - p, i;
 
 	for (i = 0; mask && i < s->n; i++, mask >>= 1)
-		if ((mask & 1u) && s->len[i] > have && memcmp(s->buf + p, s->secret[i], have) == 0)
+		if ((mask & 1u) && s->len[i] > have && memcmp(v->b + p, s->secret[i], have) == 0)
 			return true;
 	return false;
 }
@@ -158,40 +164,48 @@ static int emit_marker(struct sl_scrub *s, size_t m, sl_scrub_out_fn *out, void 
 }
 
 /*
- * Decide every position of buf whose outcome no later byte can change:
+ * Decide every position of v whose outcome no later byte can change:
  * while streaming, those with at least max_len bytes after them (every
  * secret that starts there is wholly present, so the result is the
- * whole-stream result); at the end of the stream, all of them. The
- * undecided tail, shorter than max_len, moves to the front.
+ * whole-stream result); at the end of the stream, all of them. Returns
+ * in *ret_p where the undecided tail, shorter than max_len, begins.
  */
-static int drain(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *userdata)
+static int drain(struct sl_scrub *s, const struct view *v, bool final, sl_scrub_out_fn *out,
+		 void *userdata, size_t *ret_p)
 {
 	size_t end, p = 0, run = 0, m;
 	int r;
 
 	if (final)
-		end = s->fill;
-	else if (s->fill >= s->max_len)
-		end = s->fill - s->max_len + 1;
+		end = v->fill;
+	else if (v->fill >= s->max_len)
+		end = v->fill - s->max_len + 1;
 	else
 		end = 0;
 
-	while (p < s->fill) {
+	while (p < v->fill) {
 		/* No secret starts here: decided, wherever p is. */
-		if (!s->first[s->buf[p]]) {
-			p = next_candidate(s, p);
+		if (!s->first[v->b[p]]) {
+			p = next_candidate(s, v, p);
+			continue;
+		}
+		/* Nor here, if no secret has these first two bytes (every
+		 * secret has two): text full of a secret's first letter is
+		 * not compared byte by byte. */
+		if (p + 1 < v->fill && !(s->first[v->b[p]] & s->second[v->b[p + 1]])) {
+			p++;
 			continue;
 		}
 		/* Past `end`, a position is decided too unless a secret could
 		 * still begin there: a stream that pauses on bytes no secret
 		 * starts with (an event's "\n\n") is passed on whole. */
-		if (p >= end && pending_at(s, p))
+		if (p >= end && pending_at(s, v, p))
 			break;
-		if (!s->first[s->buf[p]] || (m = match_at(s, p)) == 0) {
+		if ((m = match_at(s, v, p)) == 0) {
 			p++;
 			continue;
 		}
-		r = emit(s, s->buf + run, p - run, out, userdata);
+		r = emit(s, v->b + run, p - run, out, userdata);
 		if (r < 0)
 			return r;
 		r = emit_marker(s, m, out, userdata);
@@ -201,7 +215,20 @@ static int drain(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *use
 		run = p;
 	}
 	/* A match may end past `end`, never past the fill. */
-	r = emit(s, s->buf + run, p - run, out, userdata);
+	r = emit(s, v->b + run, p - run, out, userdata);
+	if (r < 0)
+		return r;
+	*ret_p = p;
+	return 0;
+}
+
+/* Drain the held-back buffer; its undecided tail moves to the front. */
+static int drain_held(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *userdata)
+{
+	struct view v = {s->buf, s->fill};
+	size_t p;
+	int r = drain(s, &v, final, out, userdata, &p);
+
 	if (r < 0)
 		return r;
 	memmove(s->buf, s->buf + p, s->fill - p);
@@ -209,30 +236,56 @@ static int drain(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *use
 	return 0;
 }
 
+/*
+ * The held-back tail first, with the max_len - 1 bytes after it: that
+ * decides every position of the tail (a secret starting there ends within
+ * them). What stays undecided of those bytes is still in the input, so the
+ * rest of the input is scanned where it is, without a copy; only its own
+ * undecided tail (< max_len bytes) is held back for the next call.
+ */
 int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_fn *out,
 		  void *userdata)
 {
 	const unsigned char *src = in;
+	struct view v;
+	size_t p;
 	int r;
 
 	if (s->error)
 		return s->error;
 	if (!s->map)
 		return -EINVAL;
-	while (len > 0) {
-		/* The tail left by drain is below max_len, so there is room. */
-		size_t k = s->cap - s->fill;
+	if (len == 0)
+		return 0;
+	if (s->fill) {
+		/* The tail is below max_len and cap is max_len - 1 + a window. */
+		size_t k = len < s->max_len - 1 ? len : s->max_len - 1, held;
 
-		if (k > len)
-			k = len;
 		memcpy(s->buf + s->fill, src, k);
 		s->fill += k;
-		src += k;
-		len -= k;
-		r = drain(s, false, out, userdata);
+		v = (struct view){s->buf, s->fill};
+		r = drain(s, &v, false, out, userdata, &p);
 		if (r < 0)
 			return r;
+		held = s->fill - p;
+		if (k == len) {
+			memmove(s->buf, s->buf + p, held);
+			s->fill = held;
+			return 0;
+		}
+		/* p is past the old tail (all of it was decided), so the
+		 * bytes held are the last `held` of the k taken: take them
+		 * again from the input. */
+		s->fill = 0;
+		src += k - held;
+		len -= k - held;
 	}
+	v = (struct view){src, len};
+	r = drain(s, &v, false, out, userdata, &p);
+	if (r < 0)
+		return r;
+	memcpy(s->buf, src + p, len - p);
+	s->fill = len - p;
 	return 0;
 }
 
@@ -244,7 +297,7 @@ int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 		return s->error;
 	if (!s->map)
 		return -EINVAL;
-	r = drain(s, true, out, userdata);
+	r = drain_held(s, true, out, userdata);
 	if (r < 0)
 		return r;
 	explicit_bzero(s->buf, s->cap);

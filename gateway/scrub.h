@@ -63,6 +63,7 @@ struct sl_scrub {
 	size_t n;
 	size_t max_len;
 	uint8_t first[256]; /* bit i: secret[i] starts with this byte */
+	uint8_t second[256]; /* bit i: this byte is secret[i]'s second */
 	unsigned char first_bytes[SL_SCRUB_MAX_SECRETS]; /* the distinct ones */
 	size_t n_first;
 	unsigned char *buf;

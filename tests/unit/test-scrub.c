@@ -85,8 +85,16 @@ static void check_cuts(const struct sl_scrub_secret *sec, size_t n, const char *
 	assert_int_equal(sl_scrub_init(&s, sec, n, MARKER), 0);
 	for (i = 0; i <= n_cuts; i++) {
 		size_t to = i < n_cuts ? cuts[i] : len;
+		/* Each piece in a buffer of its own, after a byte no text
+		 * holds: a scrubber that reads outside what it was given
+		 * (the text around it, as one buffer would have it) shows. */
+		char *piece = malloc(to - prev + 1);
 
-		assert_int_equal(sl_scrub_feed(&s, in + prev, to - prev, collect, &k), 0);
+		assert_non_null(piece);
+		piece[0] = '\xff';
+		memcpy(piece + 1, in + prev, to - prev);
+		assert_int_equal(sl_scrub_feed(&s, piece + 1, to - prev, collect, &k), 0);
+		free(piece);
 		assert_true(s.fill <= max_len - 1);
 		prev = to;
 	}
@@ -147,6 +155,26 @@ static void test_every_double_split(void **state)
 			size_t cuts[] = {a, b};
 
 			check_cuts(sec, 1, text, len, cuts, 2);
+		}
+}
+
+/* Text thick with a secret's first byte, near misses and secrets that
+ * overlap themselves (a secret's first bytes again inside it), at every
+ * single and double split: the candidates skipped on their first two
+ * bytes are skipped only where no secret can start. */
+static void test_first_bytes_everywhere(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("sk-live-0123456789"), S("aaaaaaab"), S("ssssssss")};
+	const char *text = "ssk-live-0123456789 sk sk-live-012345678 sssssssss "
+			   "aaaaaaaaab aaaaaaa sk-live-0123456789";
+	size_t len = strlen(text), a, b;
+
+	(void)state;
+	for (a = 0; a <= len; a++)
+		for (b = a; b <= len; b += 3) {
+			size_t cuts[] = {a, b};
+
+			check_cuts(sec, 3, text, len, cuts, 2);
 		}
 }
 
@@ -436,6 +464,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_split),
 	    cmocka_unit_test(test_every_double_split),
+	    cmocka_unit_test(test_first_bytes_everywhere),
 	    cmocka_unit_test(test_byte_at_a_time),
 	    cmocka_unit_test(test_marker_once),
 	    cmocka_unit_test(test_no_false_replacement),
