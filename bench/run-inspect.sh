@@ -35,9 +35,9 @@
 # default N/10, at least 10), POSTS (default N/5, at least 10); ONLY, a
 # comma-separated subset of keep-alive,new,big,post to run; WAYS, of
 # passthrough,inspected,squid (direct always runs); PROFILE=perf
-# (perf record -g of the gateway, its report after the table) or
-# PROFILE=strace (strace -c -f), PROFILE_OUT a directory to keep
-# perf.data or strace.txt in.
+# (perf record of the gateway, its report after the table) or
+# PROFILE=strace (strace -c -f; STRACE_OPTS replaces -c); PROFILE_OUT, a
+# directory to keep perf.data or strace.txt in.
 # Exit: 0 ran, 1 setup failed, 77 skipped (not root, or no nginx).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -439,7 +439,7 @@ if [ -n "$prof_pid" ]; then
 	case "$PROFILE" in
 	perf) echo "perf report of the gateway over the client's run (self time; $T/perf.data):"
 		perf report -q -i "$T/perf.data" --no-children --percent-limit 0.7 --stdio -g none 2>/dev/null | sed 's/  *$//' | head -60 ;;
-	strace) echo "strace -c -f of the gateway over the client's run:"
+	strace) echo "strace ${STRACE_OPTS:--c} -f of the gateway over the client's run:"
 		head -30 "$T/strace.txt" ;;
 	esac
 fi

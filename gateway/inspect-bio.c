@@ -56,11 +56,23 @@ void insp_q_consume(struct insp_q *q, size_t n)
 
 void insp_q_release(struct insp_q *q)
 {
-	if (q->len)
+	char *p;
+
+	if (q->len == 0) {
+		free(q->p);
+		q->p = NULL;
+		q->off = q->cap = 0;
 		return;
+	}
+	/* A partial record waits for its end: in a buffer of its size, not
+	 * in the whole read's (many connections can each have one). */
+	if (q->cap <= 4096 || q->len > q->cap / 4 || !(p = malloc(q->len)))
+		return;
+	memcpy(p, q->p + q->off, q->len);
 	free(q->p);
-	q->p = NULL;
-	q->off = q->cap = 0;
+	q->p = p;
+	q->off = 0;
+	q->cap = q->len;
 }
 
 void insp_q_free(struct insp_q *q)

@@ -237,7 +237,8 @@ BIO *insp_q_bio(struct insp_q *q);
 int insp_q_reserve(struct insp_q *q, size_t room);
 /* n bytes from the front are done with. */
 void insp_q_consume(struct insp_q *q, size_t n);
-/* An empty queue gives its buffer back (an idle connection holds none). */
+/* An empty queue gives its buffer back (an idle connection holds none);
+ * a queue with a few bytes moves them to a buffer of their size. */
 void insp_q_release(struct insp_q *q);
 void insp_q_free(struct insp_q *q);
 /* The queued bytes, moved to the front of the buffer, which the caller

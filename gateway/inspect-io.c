@@ -66,7 +66,12 @@ int insp_client_flush(struct insp *in, bool close_after)
 		if (k > 0)
 			insp_q_consume(q, (size_t)k);
 	}
+	/* Buffers only while bytes wait in them: with many connections,
+	 * one at a time holds them, and the heap reuses the same ones. */
+	free(in->obuf);
+	in->obuf = NULL;
 	if (q->len == 0) {
+		insp_q_release(q);
 		if (close_after)
 			conn_close(c);
 		return 0;

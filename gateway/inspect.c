@@ -129,10 +129,6 @@ void insp_end_exchange(struct insp *in, bool reusable)
 		insp_client_shutdown(in);
 		return;
 	}
-	/* Between requests a connection holds no buffers of its own. */
-	free(in->obuf);
-	in->obuf = NULL;
-	insp_q_release(&in->wq);
 	/* Ready for the next request, decided from scratch. */
 	free(c->path);
 	c->path = NULL;
