@@ -323,12 +323,14 @@ static void upstream_eof(struct insp *in)
 	conn_close(c);
 }
 
-static void drive_upstream(struct insp *in)
+/* Whether it read anything: then it made something for the client. */
+static bool drive_upstream(struct insp *in)
 {
 	struct conn *c = in->c;
 	struct up *up = in->up;
 	char buf[TLS_CHUNK];
 	unsigned round;
+	bool got = false;
 
 	for (round = 0; round < DRIVE_ROUNDS && up && in->up == up && !insp_closing(in); round++) {
 		int n, e;
@@ -340,10 +342,11 @@ static void drive_upstream(struct insp *in)
 				up->paused = true;
 				uv_read_stop((uv_stream_t *)&up->tcp);
 			}
-			return;
+			return got;
 		}
 		n = SSL_read(up->ssl, buf, sizeof(buf));
 		if (n > 0) {
+			got = true;
 			conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
 			upstream_plain(in, buf, (size_t)n);
 			continue;
@@ -352,24 +355,24 @@ static void drive_upstream(struct insp *in)
 		if (e == SSL_ERROR_WANT_READ) {
 			if (up->eof)
 				upstream_eof(in);
-			return;
+			return got;
 		}
 		if (e == SSL_ERROR_ZERO_RETURN) {
 			upstream_eof(in);
-			return;
+			return got;
 		}
 		up->failed = true;
 		c->reason = "upstream-tls-failed";
 		conn_close(c);
-		return;
+		return got;
 	}
+	return got;
 }
 
 /* Read what the origin sent, as far as the client's write queue allows;
  * what it made for the client goes out once, at the end. */
 void insp_drive_upstream(struct insp *in)
 {
-	drive_upstream(in);
-	if (!insp_closing(in) && insp_client_flush(in, false) < 0)
+	if (drive_upstream(in) && !insp_closing(in) && insp_client_flush(in, false) < 0)
 		conn_close(in->c);
 }

@@ -213,31 +213,41 @@ static bool client_must_wait(const struct insp *in)
 
 static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
+/* The client's handshake, as far as its records allow: true once it is
+ * done and requests may be read. */
+static bool client_handshake(struct insp *in)
+{
+	struct conn *c = in->c;
+	int r = SSL_do_handshake(in->ssl);
+
+	if (r == 1) {
+		/* The session tickets it leaves wait for the next flush (in
+		 * drive_client_once, or the first response's). */
+		in->st = I_HEAD;
+		conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
+		return true;
+	}
+	if (insp_client_flush(in, false) < 0) {
+		conn_close(c);
+		return false;
+	}
+	if (SSL_get_error(in->ssl, r) == SSL_ERROR_WANT_READ)
+		return false;
+	/* Most often: the client does not trust our CA. */
+	c->refused = true;
+	c->reason = "client-tls-failed";
+	ERR_clear_error();
+	conn_close(c);
+	return false;
+}
+
 static void drive_client_once(struct insp *in)
 {
 	struct conn *c = in->c;
 	unsigned round;
 
-	if (in->st == I_HANDSHAKE) {
-		int r = SSL_do_handshake(in->ssl);
-
-		if (insp_client_flush(in, false) < 0) {
-			conn_close(c);
-			return;
-		}
-		if (r != 1) {
-			if (SSL_get_error(in->ssl, r) == SSL_ERROR_WANT_READ)
-				return;
-			/* Most often: the client does not trust our CA. */
-			c->refused = true;
-			c->reason = "client-tls-failed";
-			ERR_clear_error();
-			conn_close(c);
-			return;
-		}
-		in->st = I_HEAD;
-		conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
-	}
+	if (in->st == I_HANDSHAKE && !client_handshake(in))
+		return;
 	for (round = 0; round < DRIVE_ROUNDS; round++) {
 		int n, e;
 
@@ -257,7 +267,11 @@ static void drive_client_once(struct insp *in)
 			continue;
 		}
 		e = SSL_get_error(in->ssl, n);
-		if (insp_client_flush(in, false) < 0) {
+		/* With an exchange in flight, what the SSL made meanwhile (the
+		 * tickets after a handshake) goes out with its response, which
+		 * is flushed: one write less per new connection. */
+		if (!(e == SSL_ERROR_WANT_READ && (in->st == I_UPSTREAM || in->st == I_EXCHANGE)) &&
+		    insp_client_flush(in, false) < 0) {
 			conn_close(c);
 			return;
 		}
