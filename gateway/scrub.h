@@ -18,9 +18,10 @@
  * that pauses on bytes no secret begins with (a server-sent event's blank
  * line: secrets hold no control characters) is passed on whole, at once. Memory is fixed
  * at init (one mapping, kept out of core dumps, wiped on free); feeding
- * allocates nothing. Work per byte is one table look-up, plus a memcmp for
- * each secret whose first byte matches there: O(n * m) in the worst case
- * for a secret of length m <= SL_SCRUB_MAX_LEN, linear on ordinary text.
+ * allocates nothing. Each feed is searched where it lies (memmem per
+ * secret), only the held-back tail position by position: O(n * m) in the
+ * worst case for a secret of length m <= SL_SCRUB_MAX_LEN, sublinear on
+ * ordinary text.
  *
  * The marker is emitted verbatim; a secret that shares bytes with the
  * marker could in principle be spelled out by a marker and its neighbours.
