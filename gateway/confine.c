@@ -52,6 +52,11 @@ static const char *const allowed[] = {
 	 * libuv's queued UDP sends; not seen). */
 	"read", "write", "readv", "writev", "recvfrom", "recvmsg", "sendto", "sendmsg",
 	"sendmmsg",
+	/* An opaque tunnel's bytes moved socket to pipe to socket (splice.c).
+	 * splice moves bytes only between fds the process holds already, one
+	 * of them a pipe; pipe2 makes only anonymous pipes, counted against
+	 * RLIMIT_NOFILE and the uid's pipe pages. Not vmsplice nor tee. */
+	"splice", "pipe2",
 	/* Accepting clients (conn.c), connecting upstream (conn.c,
 	 * inspect.c), c-ares' sockets to the resolver; bind: the route
 	 * socket of getifaddrs(). The socket's domain is checked below. */
@@ -123,9 +128,10 @@ int __lsan_is_turned_off(void)
  * not seen: looking for llvm-symbolizer fails already, as opening does):
  * refused with an error in that build so that the report is still
  * printed, unsymbolized, and the process ends as the sanitizer's options
- * say. Without the sanitizers these calls kill. */
+ * say (pipe2 is allowed for splice.c: the fork that would follow fails).
+ * Without the sanitizers these calls kill. */
 static const char *const refused_sanitizers[] = {
-	"execve", "execveat", "clone", "clone3", "fork", "vfork", "pipe", "pipe2", "wait4",
+	"execve", "execveat", "clone", "clone3", "fork", "vfork", "pipe", "wait4",
 };
 #endif
 

@@ -87,6 +87,7 @@ struct conn {
 	bool tls_seen;		 /* a ClientHello was checked */
 	bool inspect;		 /* TLS is (to be) ended here: inspect.c */
 	struct insp *insp;	 /* inspect.c's state, once started */
+	struct conn_splice *splice; /* splice.c's, once an opaque tunnel is spliced */
 	const char *credential;	 /* the injected secret's name, for the audit */
 	struct sockaddr_in orig; /* captured: where the client was going */
 	char orig_str[INET_ADDRSTRLEN];
@@ -151,6 +152,7 @@ struct conn {
 };
 
 struct insp;
+struct conn_splice;
 
 /*
  * A way in: explicit HTTP (the proxy's requests, conn-http.c), a CONNECT

@@ -16,12 +16,16 @@
 #include "conn-internal.h"
 #include "macro.h"
 #include "first-flight.h"
+#include "splice.h"
 #include "tls-hello.h"
 
 /* What was read to decide (c->buf) goes upstream first, then the bytes
- * flow both ways. */
+ * flow both ways: opaque from here on, so by splice(2) where it can be
+ * (splice.c), else copied by the core's relay. */
 static void relay_with_peeked(struct conn *c)
 {
+	if (conn_splice_start(c) == 0)
+		return;
 	if (c->len) {
 		c->bytes_up += c->len;
 		if (conn_send_owned(c, false, c->buf, c->len, false) < 0) {
@@ -274,8 +278,22 @@ static bool tunnel_decided(struct conn *c)
 	return false;
 }
 
+static void tunnel_close(struct conn *c)
+{
+	if (conn_spliced(c))
+		conn_splice_close(c);
+}
+
+static void tunnel_free(struct conn *c)
+{
+	if (conn_spliced(c))
+		conn_splice_free(c);
+}
+
 const struct conn_handler conn_tunnel_handler = {
 	.name = "tunnel",
 	.decided = tunnel_decided,
 	.connected = tunnel_connected,
+	.close = tunnel_close,
+	.free = tunnel_free,
 };

@@ -54,6 +54,7 @@ struct sl_gw {
 	struct sl_gw_dns *dns; /* dns.c; NULL until sl_gw_listen_dns() */
 	struct sl_gw_tls *tls; /* inspect.c; NULL unless inspection is enabled */
 	struct sl_dns_budget *budget; /* dns-gate.c: new names per wildcard */
+	struct sl_splice_pool *splice_pool; /* splice.c: pipes, while a tunnel is spliced */
 	/* Peers that are not the sandbox, audited at most REFUSED_PER_SECOND
 	 * a second (the rest counted, and the count audited): a flood of
 	 * them must not fill the log either. */

@@ -12,12 +12,14 @@
 #include <sys/resource.h>
 
 #include "gateway.h"
+#include "splice.h"
 
 /* Beyond two per connection: idle pooled origin connections (inspect-upstream.c's
  * POOL_MAX, 32, and conn-pool.c's for plain HTTP, 64), DNS over TCP clients
  * (dns.c's DNS_MAX_TCP, 64), and a margin for the listeners, c-ares'
  * sockets, the loop's own descriptors, the audit log, the netlink watch,
- * and connections accepted past the cap that are answered 503. */
+ * the pipes of splice.c (made at start, two descriptors each), and
+ * connections accepted past the cap that are answered 503. */
 #define FD_RESERVE (32 + 64 + 64 + 128)
 
 unsigned long sl_gw_fds_needed(unsigned max_connections)
