@@ -47,7 +47,11 @@
 # Environment: DURATION (seconds per wrk run, default 5), REPS (default 3),
 # CONNS (wrk connections, default 50), THREADS (wrk threads, default: the
 # CPUs), STRACE (1: count sluice's system calls in a keep-alive run), PERF (1:
-# profile one with perf; PERF_KEEP=FILE keeps its perf.data), STARTUP_N (default 20).
+# profile one with perf; PERF_KEEP=FILE keeps its perf.data), STARTUP_N
+# (default 20), ROWS (which benches: a comma list of keepalive, newconn,
+# connect; default all), BASE (another sluice binary, a build from before a
+# change: one more column, "sluice-base", its gateway on :3131 with the
+# same policy).
 # Exit: 0 ran, 1 setup or a run failed, 77 skipped (not root, or wrk, nginx,
 # curl or python3 missing; squid and tinyproxy only lose their column).
 set -u
@@ -60,10 +64,13 @@ THREADS=${THREADS:-$(nproc)}
 STRACE=${STRACE:-0}
 PERF=${PERF:-0}
 STARTUP_N=${STARTUP_N:-20}
+export ROWS=${ROWS:-keepalive,newconn,connect}
+BASE=${BASE:+$(realpath "$BASE")}
 PY=/usr/bin/python3
 me=run-peers.sh
 [ "$(id -u)" = 0 ] || { echo "$me: needs root" >&2; exit 77; }
 [ -x "$SLUICE" ] || { echo "$me: no sluice at $SLUICE" >&2; exit 1; }
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "$me: no sluice at BASE=$BASE" >&2; exit 1; }
 case "$DURATION$REPS$CONNS$THREADS$STRACE$PERF$STARTUP_N" in
 *[!0-9]*) echo "$me: DURATION, REPS, CONNS, THREADS, STRACE, PERF and STARTUP_N are numbers" >&2; exit 1 ;;
 esac
@@ -72,6 +79,9 @@ if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 600 ] || [ "$REPS" -lt 1 ] || [ "$
 	echo "$me: DURATION 1..600, REPS 1..50, CONNS 1..400, THREADS 1..CONNS" >&2
 	exit 1
 fi
+for r in ${ROWS//,/ }; do
+	case $r in keepalive | newconn | connect) ;; *) echo "$me: ROWS: keepalive, newconn, connect" >&2; exit 1 ;; esac
+done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 WRK=$(command -v wrk)
 SQUID=$(command -v squid || { [ -x /usr/sbin/squid ] && echo /usr/sbin/squid; })
@@ -93,12 +103,13 @@ fi
 . "$here/lib.sh"
 
 gw_pid=
+base_pid=
 cleanup() {
 	trap '' INT TERM # a second signal must not cut the cleanup short
-	if [ -n "$gw_pid" ]; then
-		kill -TERM "$gw_pid" 2>/dev/null
-		wait "$gw_pid" 2>/dev/null
-	fi
+	for p in $gw_pid $base_pid; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	world_down # stops nginx, squid, tinyproxy and dnsmasq by their pids
 }
 trap cleanup EXIT
@@ -188,6 +199,12 @@ chmod 644 "$T/policy.yaml"
 world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen "$G:3128" \
 	--resolver "$O:53" --audit "$T/audit.log" --sandbox bench >"$T/gw.log" 2>&1
 gw_pid=$!
+if [ -n "$BASE" ]; then
+	world_host_bg "$BASE" gateway --policy "$T/policy.yaml" --listen "$G:3131" \
+		--resolver "$O:53" --audit "$T/audit-base.log" --sandbox bench >"$T/gw-base.log" 2>&1
+	base_pid=$!
+fi
+export BASE_PID=$base_pid
 
 # ---- squid: a forward proxy (plain HTTP and CONNECT), no cache ----
 squid_pid=
@@ -252,6 +269,8 @@ wait_listen "$WORLD_NET" "$O" 80 "$nginx_pid" && wait_listen "$WORLD_NET" "$O" 4
 	wait_listen "$WORLD_NET" "$O" 8000 "$nginx_pid" ||
 	die "nginx did not start: $(cat "$W/error.log" 2>/dev/null)"
 wait_listen "$WORLD_HOST" "$G" 3128 "$gw_pid" || die "sluice gateway did not start: $(cat "$T/gw.log")"
+[ -z "$base_pid" ] || wait_listen "$WORLD_HOST" "$G" 3131 "$base_pid" ||
+	die "BASE's sluice gateway did not start: $(cat "$T/gw-base.log")"
 if [ -n "$squid_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3129 "$squid_pid"; then
 	echo "squid did not start (its column is skipped): $(tail -n 3 "$S/cache.log" 2>/dev/null)"
 	squid_pid=
@@ -262,7 +281,7 @@ if [ -n "$tiny_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3130 "$tiny_pid"; then
 fi
 # $! must be the proxy itself (ip, nsenter, unshare and sh exec it): its
 # /proc/PID/stat is what the CPU and memory figures read.
-for p in "sluice:$gw_pid" "squid:$squid_pid" "tinyproxy:$tiny_pid"; do
+for p in "sluice:$gw_pid" "sluice:$base_pid" "squid:$squid_pid" "tinyproxy:$tiny_pid"; do
 	[ -z "${p#*:}" ] || [ "$(cat "/proc/${p#*:}/comm" 2>/dev/null)" = "${p%%:*}" ] ||
 		die "pid ${p#*:} is $(cat "/proc/${p#*:}/comm" 2>/dev/null), not ${p%%:*}"
 done
@@ -285,6 +304,8 @@ SMALL = 300  # bytes of /small's body
 
 # (name, proxy port or None, the proxy's pid)
 ways = [("direct", None, None), ("sluice", 3128, int(gw_pid))]
+if os.environ.get("BASE_PID"):
+    ways.append(("sluice-base", 3131, int(os.environ["BASE_PID"])))
 if squid_pid:
     ways.append(("squid", 3129, int(squid_pid)))
 if tiny_pid:
@@ -416,14 +437,17 @@ def download(way, tls=True):
 
 # One short run of each, not counted: connections, caches and resolvers
 # warm, and the 256 MiB in the page cache (the first read fills it).
+ROWS = os.environ["ROWS"].split(",")
+BENCHES = tuple(b for b, r in (("ka", "keepalive"), ("close", "newconn"), ("tunnel", "connect"),
+                               ("plain", "connect")) if r in ROWS)
 try:
     download(ways[0])
     for way in ways:
-        wrk_run(way, False, 1)
+        if "ka" in BENCHES or "close" in BENCHES:
+            wrk_run(way, False, 1)
 except Failed as e:
     raise SystemExit("warm-up: %s" % e)
 
-BENCHES = ("ka", "close", "tunnel", "plain")
 res = {(b, w): [] for b in BENCHES for w in names}
 failed = []
 for rep in range(reps):
@@ -467,27 +491,30 @@ def conn_rows(kind):
     row("  origin conns per request", [fmt(med(kind, w, "origin_conns"), "%.3f") for w in names])
     row("  closed by the proxy, per request", [fmt(med(kind, w, "closed"), "%.3f") for w in names])
 
-row("keep-alive small GETs, req/s", [fmt(med("ka", w, "rps"), "%.0f") for w in names])
-row("  x direct", [fmt(ratio("ka", w, "rps"), "%.2f") for w in names])
-row("  requests per proxy CPU-second", per_cpu("ka"))
-row("  p50 latency ms", [fmt(med("ka", w, "p50"), "%.2f") for w in names])
-row("  p50 x direct", [fmt(ratio("ka", w, "p50"), "%.1f") for w in names])
-row("  p99 latency ms", [fmt(med("ka", w, "p99"), "%.2f") for w in names])
-row("  p99 x direct", [fmt(ratio("ka", w, "p99"), "%.1f") for w in names])
-conn_rows("ka")
-row("new connection per request, req/s", [fmt(med("close", w, "rps"), "%.0f") for w in names])
-row("  x direct", [fmt(ratio("close", w, "rps"), "%.2f") for w in names])
-row("  requests per proxy CPU-second", per_cpu("close"))
-row("  p99 latency ms", [fmt(med("close", w, "p99"), "%.2f") for w in names])
-conn_rows("close")
-row("CONNECT tunnel, 256 MiB download, MB/s", [fmt(med("tunnel", w, "mbs"), "%.0f") for w in names])
-row("  x direct", [fmt(ratio("tunnel", w, "mbs"), "%.2f") for w in names])
-row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("tunnel", w)] else statistics.median(
-    [r["cpu"] * 1000 / (big / 1048576) for r in res[("tunnel", w)]]), "%.2f") for w in proxied])
-row("CONNECT, 256 MiB, no TLS (protocol: tcp), MB/s", [fmt(med("plain", w, "mbs"), "%.0f") for w in names])
-row("  x direct", [fmt(ratio("plain", w, "mbs"), "%.2f") for w in names])
-row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("plain", w)] else statistics.median(
-    [r["cpu"] * 1000 / (big / 1048576) for r in res[("plain", w)]]), "%.2f") for w in proxied])
+if "ka" in BENCHES:
+    row("keep-alive small GETs, req/s", [fmt(med("ka", w, "rps"), "%.0f") for w in names])
+    row("  x direct", [fmt(ratio("ka", w, "rps"), "%.2f") for w in names])
+    row("  requests per proxy CPU-second", per_cpu("ka"))
+    row("  p50 latency ms", [fmt(med("ka", w, "p50"), "%.2f") for w in names])
+    row("  p50 x direct", [fmt(ratio("ka", w, "p50"), "%.1f") for w in names])
+    row("  p99 latency ms", [fmt(med("ka", w, "p99"), "%.2f") for w in names])
+    row("  p99 x direct", [fmt(ratio("ka", w, "p99"), "%.1f") for w in names])
+    conn_rows("ka")
+if "close" in BENCHES:
+    row("new connection per request, req/s", [fmt(med("close", w, "rps"), "%.0f") for w in names])
+    row("  x direct", [fmt(ratio("close", w, "rps"), "%.2f") for w in names])
+    row("  requests per proxy CPU-second", per_cpu("close"))
+    row("  p99 latency ms", [fmt(med("close", w, "p99"), "%.2f") for w in names])
+    conn_rows("close")
+if "tunnel" in BENCHES:
+    row("CONNECT tunnel, 256 MiB download, MB/s", [fmt(med("tunnel", w, "mbs"), "%.0f") for w in names])
+    row("  x direct", [fmt(ratio("tunnel", w, "mbs"), "%.2f") for w in names])
+    row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("tunnel", w)] else statistics.median(
+        [r["cpu"] * 1000 / (big / 1048576) for r in res[("tunnel", w)]]), "%.2f") for w in proxied])
+    row("CONNECT, 256 MiB, no TLS (protocol: tcp), MB/s", [fmt(med("plain", w, "mbs"), "%.0f") for w in names])
+    row("  x direct", [fmt(ratio("plain", w, "mbs"), "%.2f") for w in names])
+    row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("plain", w)] else statistics.median(
+        [r["cpu"] * 1000 / (big / 1048576) for r in res[("plain", w)]]), "%.2f") for w in proxied])
 pid = {w[0]: w[2] for w in ways}
 row("peak RSS under load, MiB (VmHWM)", ["-"] + ["%.1f" % (status(pid[w], "VmHWM") / 1024) for w in proxied])
 row("  all its processes, MiB (sum of VmHWM)", ["-"] + [
