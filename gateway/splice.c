@@ -456,8 +456,12 @@ int conn_splice_start(struct conn *c)
 	sp->dir[DOWN] = (struct splice_dir){ .in = SIDE_UPSTREAM, .out = SIDE_CLIENT,
 					     .bytes = &c->bytes_down };
 	/* What was read to decide goes upstream first. */
-	sp->dir[UP].copy = c->buf;
-	sp->dir[UP].pending = c->len;
+	if (c->len) {
+		sp->dir[UP].copy = c->buf;
+		sp->dir[UP].pending = c->len;
+	} else {
+		free(c->buf);
+	}
 	c->buf = NULL;
 	c->len = 0;
 	conn_set_state(c, ST_RELAY);
