@@ -54,9 +54,10 @@ static const char *const allowed[] = {
 	"sendmmsg",
 	/* An opaque tunnel's bytes moved socket to pipe to socket (splice.c).
 	 * splice moves bytes only between fds the process holds already, one
-	 * of them a pipe; pipe2 makes only anonymous pipes, counted against
-	 * RLIMIT_NOFILE and the uid's pipe pages. Not vmsplice nor tee. */
-	"splice", "pipe2",
+	 * of them a pipe, and the pipes were all made before the filter
+	 * (pipe2 is not allowed: no new pipe, no pipe_buffer to spray the
+	 * kernel's heap with). Not vmsplice nor tee. */
+	"splice",
 	/* Accepting clients (conn.c), connecting upstream (conn.c,
 	 * inspect.c), c-ares' sockets to the resolver; bind: the route
 	 * socket of getifaddrs(). The socket's domain is checked below. */
@@ -128,10 +129,9 @@ int __lsan_is_turned_off(void)
  * not seen: looking for llvm-symbolizer fails already, as opening does):
  * refused with an error in that build so that the report is still
  * printed, unsymbolized, and the process ends as the sanitizer's options
- * say (pipe2 is allowed for splice.c: the fork that would follow fails).
- * Without the sanitizers these calls kill. */
+ * say. Without the sanitizers these calls kill. */
 static const char *const refused_sanitizers[] = {
-	"execve", "execveat", "clone", "clone3", "fork", "vfork", "pipe", "wait4",
+	"execve", "execveat", "clone", "clone3", "fork", "vfork", "pipe", "pipe2", "wait4",
 };
 #endif
 

@@ -13,6 +13,7 @@
 #include "gateway-internal.h"
 #include "macro.h"
 #include "route.h"
+#include "splice.h"
 
 void sl_gw_config_defaults(struct sl_gw_config *c)
 {
@@ -192,6 +193,7 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		uv_unref((uv_handle_t *)&gw->audit_flush);
 		gw->audit_flush_open = true;
 	}
+	(void)sl_gw_splice_init(gw); /* before confinement; without, tunnels copy */
 	uv_timer_init(loop, &gw->fail_timer);
 	gw->fail_timer.data = gw;
 	gw->fail_timer_open = true;
@@ -290,6 +292,7 @@ static void gw_maybe_free(struct sl_gw *gw)
 	sl_gw_dns_free(gw);
 	sl_gw_tls_free(gw);
 	sl_gw_budget_free(gw);
+	sl_gw_splice_free(gw);
 	sl_gw_policy_unref(gw->policy);
 	sl_closep(&gw->rt_fd);
 	free(gw->local);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,8 +30,6 @@
 /* A pipe this size takes a few round trips' worth of a fast download per
  * splice; the kernel allots its pages only as bytes come in. */
 #define PIPE_BYTES (256 * 1024)
-/* Idle pipes kept for the next chunk, beyond which they are closed. */
-#define POOL_IDLE_MAX 16
 /* Without a pipe: the copy's buffer, malloc'd for the chunk only. */
 #define COPY_BYTES 65536
 /* Chunks one direction moves per wake-up before the loop serves others
@@ -43,12 +42,11 @@ struct splice_pipe {
 	struct splice_pipe *next;
 };
 
-/* The gateway's pipes (gw->splice_pool), made when a tunnel first splices
- * and freed with the last spliced tunnel. */
+/* The gateway's pipes (gw->splice_pool), all made at start: a confined
+ * gateway cannot make one (pipe2 is not in its filter). */
 struct sl_splice_pool {
 	struct splice_pipe *idle;
-	unsigned n_idle, n_open;
-	unsigned users; /* spliced tunnels */
+	unsigned n_open;
 };
 
 enum { SIDE_CLIENT, SIDE_UPSTREAM };
@@ -76,71 +74,82 @@ struct conn_splice {
 
 /* ---- the pool ---- */
 
+int sl_gw_splice_init(struct sl_gw *gw)
+{
+	struct sl_splice_pool *pool = calloc(1, sizeof(*pool));
+	int fds[2];
+
+	if (!pool)
+		return -ENOMEM;
+	while (pool->n_open < SL_SPLICE_PIPES_MAX) {
+		struct splice_pipe *p = malloc(sizeof(*p));
+
+		if (!p || pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+			free(p);
+			break; /* fewer pipes: the rest of the tunnels copy */
+		}
+		p->r = fds[0];
+		p->w = fds[1];
+		/* Larger than the default 64 KiB where the user's pipe
+		 * budget allows (fs.pipe-user-pages-soft); the kernel allots
+		 * the pages only as bytes come in. */
+		(void)fcntl(p->w, F_SETPIPE_SZ, PIPE_BYTES);
+		p->size = fcntl(p->w, F_GETPIPE_SZ);
+		if (p->size <= 0)
+			p->size = 65536;
+		p->next = pool->idle;
+		pool->idle = p;
+		pool->n_open++;
+	}
+	gw->splice_pool = pool;
+	return 0;
+}
+
+void sl_gw_splice_free(struct sl_gw *gw)
+{
+	struct sl_splice_pool *pool = gw->splice_pool;
+
+	while (pool && pool->idle) {
+		struct splice_pipe *p = pool->idle;
+
+		pool->idle = p->next;
+		close(p->r);
+		close(p->w);
+		free(p);
+	}
+	free(pool);
+	gw->splice_pool = NULL;
+}
+
 static struct splice_pipe *pipe_get(struct sl_splice_pool *pool)
 {
 	struct splice_pipe *p = pool->idle;
-	int fds[2];
 
-	if (p) {
+	if (p)
 		pool->idle = p->next;
-		pool->n_idle--;
-		return p;
-	}
-	if (pool->n_open >= SL_SPLICE_PIPES_MAX)
-		return NULL;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return NULL;
-	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
-		free(p);
-		return NULL;
-	}
-	p->r = fds[0];
-	p->w = fds[1];
-	/* Larger than the default 64 KiB when the user's pipe budget
-	 * allows (fs.pipe-user-pages-soft); the default otherwise. */
-	(void)fcntl(p->w, F_SETPIPE_SZ, PIPE_BYTES);
-	p->size = fcntl(p->w, F_GETPIPE_SZ);
-	if (p->size <= 0)
-		p->size = 65536;
-	pool->n_open++;
 	return p;
 }
 
-static void pipe_close(struct sl_splice_pool *pool, struct splice_pipe *p)
-{
-	close(p->r);
-	close(p->w);
-	free(p);
-	pool->n_open--;
-}
-
-/* Back to the pool; empty, or closed. */
+/* Back to the pool, empty: the bytes a closed tunnel left in it are read
+ * out and dropped, and the kernel is asked that none is left, so that no
+ * byte of one tunnel can reach another. A pipe that cannot be shown empty
+ * is closed instead (one fewer in the pool). */
 static void pipe_put(struct sl_splice_pool *pool, struct splice_pipe *p, bool empty)
 {
-	if (!empty || pool->n_idle >= POOL_IDLE_MAX) {
-		pipe_close(pool, p);
+	char scrap[4096];
+	int left = 0;
+
+	while (!empty && read(p->r, scrap, sizeof(scrap)) > 0)
+		;
+	if (ioctl(p->r, FIONREAD, &left) < 0 || left != 0) {
+		close(p->r);
+		close(p->w);
+		free(p);
+		pool->n_open--;
 		return;
 	}
 	p->next = pool->idle;
 	pool->idle = p;
-	pool->n_idle++;
-}
-
-static void pool_release(struct sl_gw *gw)
-{
-	struct sl_splice_pool *pool = gw->splice_pool;
-
-	if (--pool->users)
-		return;
-	while (pool->idle) {
-		struct splice_pipe *p = pool->idle;
-
-		pool->idle = p->next;
-		pipe_close(pool, p);
-	}
-	free(pool);
-	gw->splice_pool = NULL;
 }
 
 /* ---- one direction ---- */
@@ -430,23 +439,14 @@ int conn_splice_start(struct conn *c)
 	if (!c->upstream_open || uv_stream_get_write_queue_size((uv_stream_t *)&c->client) ||
 	    uv_stream_get_write_queue_size(conn_upstream(c)))
 		return -EBUSY;
-	if (!c->gw->splice_pool) {
-		c->gw->splice_pool = calloc(1, sizeof(*c->gw->splice_pool));
-		if (!c->gw->splice_pool)
-			return -ENOMEM;
-	}
+	if (!c->gw->splice_pool || !c->gw->splice_pool->n_open)
+		return -ENOTSUP; /* no pipe was made at start */
 	sp = calloc(1, sizeof(*sp));
 	r = sp ? take_fds(c, sp) : -ENOMEM;
-	if (r < 0) {
-		if (!c->gw->splice_pool->users) {
-			free(c->gw->splice_pool);
-			c->gw->splice_pool = NULL;
-		}
+	if (r < 0)
 		return r;
-	}
 	/* From here on c is ours. libuv's handles go; ours count instead. */
 	sp->c = c;
-	c->gw->splice_pool->users++;
 	c->splice = sp;
 	c->open_handles += 2;
 	uv_close((uv_handle_t *)&c->client, client_tcp_closed);
@@ -495,7 +495,6 @@ void conn_splice_close(struct conn *c)
 		free(d->copy);
 		d->copy = NULL;
 	}
-	pool_release(c->gw);
 	for (int s = 0; s < 2; s++)
 		uv_close((uv_handle_t *)&sp->poll[s], poll_closed);
 }

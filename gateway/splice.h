@@ -10,12 +10,13 @@
  * libuv owns the fds of its uv_tcp_t handles, so the tunnel takes copies
  * of them (fcntl F_DUPFD_CLOEXEC), closes the uv_tcp_t handles, and polls
  * its own fds with a uv_poll_t each (libuv's handle for fds it does not
- * own). The pipes come from a small pool per gateway, held by a direction
- * only while bytes are in it: an idle tunnel holds no pipe and no buffer,
- * and the pipes open at once stay under SL_SPLICE_PIPES_MAX. Where no
- * pipe can be had (the pool is all in use, pipe2 fails) or splice refuses
- * the fds (EINVAL), the direction copies through a buffer instead, held
- * as briefly. Not part of the gateway's API.
+ * own). The pipes are a pool per gateway, SL_SPLICE_PIPES_MAX made at
+ * start, before the process is confined (its filter has no pipe2: a
+ * gateway taken over cannot make pipes), each held by a direction only
+ * while bytes are in it: an idle tunnel holds no pipe and no buffer. Where
+ * no pipe is free or splice refuses the fds (EINVAL), the direction
+ * copies through a buffer instead, held as briefly. Not part of the
+ * gateway's API.
  */
 #pragma once
 
@@ -24,9 +25,17 @@
 struct conn;
 struct sl_gw;
 
-/* The most pipes a gateway holds open at once (in use and idle in the
- * pool): two descriptors each, reserved in limits.c. */
-#define SL_SPLICE_PIPES_MAX 64
+/* The pipes a gateway makes at start: two descriptors each, out of the
+ * reserve limits.c keeps beyond the connections'. A direction holds one
+ * only while its bytes wait for a full socket: 16 are a busy gateway's
+ * stalled downloads; past them a tunnel copies, as it did before. */
+#define SL_SPLICE_PIPES_MAX 16
+
+/* Make the pool (sl_gw_new, before confinement); fewer pipes where no
+ * more can be made. -ENOMEM, or 0. */
+int sl_gw_splice_init(struct sl_gw *gw);
+/* Close them (the gateway is freed: no tunnel is left). */
+void sl_gw_splice_free(struct sl_gw *gw);
 
 /* Relay c (decided, connected, and now opaque both ways) by splice from
  * here on, starting with the bytes in c->buf, which it takes, and enter
