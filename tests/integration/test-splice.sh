@@ -280,5 +280,6 @@ check "once they are closed, a new download is spliced again (their pipes are ba
 
 check "the confined gateway is alive after it all (no SIGSYS)" "yes" \
 	"$(kill -0 "$pid" 2>/dev/null && echo yes)"
-check_lacks "... and said nothing bad" "BUG" "$(cat "$T/gw.log")"
+check "... and said nothing bad (no BUG, no sanitizer's report)" "" \
+	"$(grep -E 'BUG|Sanitizer|runtime error' "$T/gw.log")"
 finish
