@@ -237,8 +237,10 @@ static ssize_t dir_fill(struct conn_splice *sp, struct splice_dir *d, bool *ret_
 		break;
 	}
 	if (n <= 0) {
+		int err = n < 0 ? errno : 0; /* before the pipe goes back */
+
 		dir_settle(sp, d);
-		return n < 0 ? (errno == EAGAIN ? -EAGAIN : -errno) : 0;
+		return err ? -err : 0;
 	}
 	d->off = 0;
 	d->pending = (size_t)n;
