@@ -22,7 +22,7 @@
 #
 # The gateway's --max-connections is raised to TUNNELS + 10 (the default,
 # 512, would answer the 513th with 503): it then needs 2 fds per
-# connection plus a reserve (gateway/limits.c: 2 N + 224), and raises its
+# connection plus a reserve (gateway/limits.c: 2 N + 288), and raises its
 # soft RLIMIT_NOFILE to that; past the hard limit only with
 # CAP_SYS_RESOURCE. Where the hard limit is too low for TUNNELS (a
 # container's 20000, say), the bench opens as many as fit and says so. The
@@ -61,7 +61,7 @@ fi
 # tries: then the soft limit is all that counts).
 hard=$(ulimit -Hn)
 if [ "$hard" != unlimited ] && ! prlimit --pid $$ --nofile=$((2 * TUNNELS + 400)): 2>/dev/null; then
-	fit=$(((hard - 224) / 2 - 10))
+	fit=$(((hard - 288) / 2 - 10))
 	if [ "$TUNNELS" -gt "$fit" ]; then
 		echo "$me: the hard RLIMIT_NOFILE is $hard here and cannot be raised: $fit tunnels fit" \
 			"(2 fds each and the gateway's reserve), not $TUNNELS"

@@ -21,6 +21,7 @@
  * the pipes of splice.c (made at start, two descriptors each), and
  * connections accepted past the cap that are answered 503. */
 #define FD_RESERVE (32 + 64 + 64 + 128)
+_Static_assert(2 * SL_SPLICE_PIPES_MAX <= 128 / 4, "splice.c's pipes would take the margin");
 
 unsigned long sl_gw_fds_needed(unsigned max_connections)
 {
