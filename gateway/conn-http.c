@@ -418,6 +418,7 @@ static void http_connected(struct conn *c)
 	const char *why = NULL;
 	char *head;
 	size_t head_len, rest;
+	bool no_body;
 
 	/* Plain HTTP: the rewritten head, then whatever part of the body
 	 * came with it, then the relay. */
@@ -434,7 +435,7 @@ static void http_connected(struct conn *c)
 	}
 	sl_http_body_init_request(&c->body, &r);
 	c->body_active = true;
-	c->body_done = sl_http_body_is_done(&c->body);
+	c->body_done = no_body = sl_http_body_is_done(&c->body);
 	rest = c->len - r.head_len;
 	if (rest && !c->body_done) {
 		ssize_t k = body_forward(c, c->buf + r.head_len, rest);
@@ -454,11 +455,14 @@ static void http_connected(struct conn *c)
 	c->client_keep_alive = r.keep_alive;
 	/* On a pooled connection, an idempotent request with no body keeps
 	 * its head, to be sent once more should that connection turn out
-	 * closed by its origin before it answers (http_upstream_read). */
-	c->retry_ok = c->up->reused && !c->retried && !rest && c->body_done && idempotent(&r.method);
+	 * closed by its origin before it answers (http_upstream_read). Only
+	 * the head: what came after it is the next request's, pipelined
+	 * already (a request the client sent in the same write must not
+	 * cost this one its retry, nor be kept twice). */
+	c->retry_ok = c->up->reused && !c->retried && no_body && idempotent(&r.method);
 	if (c->retry_ok) {
 		c->retry_head = c->buf;
-		c->retry_len = c->len;
+		c->retry_len = r.head_len;
 	} else {
 		free(c->buf);
 	}

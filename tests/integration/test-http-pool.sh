@@ -106,6 +106,33 @@ check "a POST (no body) there, closed unanswered: 502, not sent again" "502 1 0"
 check "... audited as the origin closing" '"reason":"bad-response"' \
 	"$(audit_match '"path":"/p1"' | grep -o '"reason":"bad-response"')"
 
+# A request the client sent in the same write as the GET (pipelined) is
+# the next request's, not part of the GET: the GET is retried all the same.
+out=$(world_host "$PY" - <<'PYC'
+import socket
+def one(reqs):
+    s = socket.create_connection(("203.0.113.1", 3128), timeout=10)
+    s.sendall(reqs)
+    s.shutdown(socket.SHUT_WR)
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    return data
+g = b"GET http://raw.test:81/%s HTTP/1.1\r\nHost: raw.test:81\r\n\r\n"
+one(g % b"q1")
+data = one(g % b"q2" + g % b"q3")
+print(data.count(b"HTTP/1.1 200"), data.count(b"HTTP/1.1 502"))
+PYC
+)
+check "a GET with another pipelined behind it, on a connection its origin closes unanswered: both answered" \
+	"2 0" "$out"
+check "... the GET read twice: dropped, then answered on a new connection" "1 1" \
+	"$(seen ' /q2 dropped') $(seen ' /q2 body=')"
+check "... the pipelined one answered once" "1" "$(seen ' /q3 body=')"
+
 # ---- an origin that says more than it was asked ----
 check "trail: an answer with a second one after it in the same write" "$OK" \
 	"$(get http://raw.test:82/t1)"
