@@ -53,9 +53,12 @@ static int local_watch_open(struct sl_gw *gw)
 	struct sockaddr_nl sa = {
 	    .nl_family = AF_NETLINK,
 	    /* Routes too: what sl_gw_is_local asked the kernel is kept
-	     * until one changes (gateway-internal.h, route_cache). */
-	    .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE |
-			 RTMGRP_IPV6_ROUTE,
+	     * until one changes (gateway-internal.h, route_cache). And
+	     * links: one that goes down takes its IPv4 routes with it
+	     * without a word of them (only the link's own message says
+	     * so), and the address may then go to a local route. */
+	    .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+			 RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
 	};
 	int rule_groups[] = {RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE};
 	size_t i;
