@@ -436,6 +436,15 @@ static void http_connected(struct conn *c)
 	sl_http_body_init_request(&c->body, &r);
 	c->body_active = true;
 	c->body_done = no_body = sl_http_body_is_done(&c->body);
+	/* A request with a body never leaves its connection to the pool: an
+	 * origin that reads less of the body than was sent (a handler that
+	 * ignores Content-Length, the "CL.0" flaw) reads the rest as a
+	 * request nobody decided, and its answer, coming late, would be read
+	 * as the answer to whichever exchange took the connection next. A
+	 * request without one is our head alone: nothing in it for the
+	 * origin to read otherwise. */
+	if (!no_body)
+		c->up_dirty = true;
 	rest = c->len - r.head_len;
 	if (rest && !c->body_done) {
 		ssize_t k = body_forward(c, c->buf + r.head_len, rest);

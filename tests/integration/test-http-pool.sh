@@ -39,12 +39,13 @@ listen-address=$N
 bind-interfaces
 address=/raw.test/$N
 address=/other.test/$N
+address=/cl0.test/$N
 log-queries
 log-facility=$T/dns.log
 CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:drop2 82:trail \
-	83:chatty 84:headbody 85:hang 86:slow
+	83:chatty 84:headbody 85:hang 86:slow 87:cl0
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 write_policy "$T/policy.yaml" <<'P'
@@ -54,6 +55,9 @@ allow:
     ports: [80, 81, 82, 83, 84, 85, 86]
   - host: other.test
     ports: [80]
+  - host: cl0.test
+    ports: [87]
+    paths: ["/static/*", "/public/*"]
 P
 world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
 	--listen 203.0.113.1:3128 --resolver "$N:53" --audit "$T/audit.log" --sandbox test || exit 1
@@ -155,6 +159,40 @@ check "... the next request gets its own answer, not that body" "$OK" \
 	"$(get http://raw.test:84/h2)"
 check "... on a new connection" "yes" \
 	"$([ "$(conn_of ' /h1 ')" != "$(conn_of ' /h2 ')" ] && echo yes)"
+
+# An origin that does not read a body (a handler that ignores its
+# Content-Length, "CL.0") reads it as a request nobody decided, and answers
+# it late: that answer must never reach the client of the next exchange
+# that would take the connection (here another client's, for a path the
+# policy allows, while the one in the body is refused).
+check "cl0: the policy refuses /secret/" "403" \
+	"$(world_host curl -s -m 10 -x http://203.0.113.1:3128 -o /dev/null -w '%{http_code}' \
+		http://cl0.test:87/secret/x)"
+out=$(world_host "$PY" - <<'PYC'
+import re, socket
+def exchange(req):
+    s = socket.create_connection(("203.0.113.1", 3128), timeout=10)
+    s.sendall(req)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    cl = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+    while len(rest) < cl:
+        rest += s.recv(65536)
+    s.close()
+    return rest[:cl].split(b" ")[1].decode()
+inner = b"GET /secret/x HTTP/1.1\r\nHost: cl0.test:87\r\n\r\n"
+a = exchange(b"POST http://cl0.test:87/static/a HTTP/1.1\r\nHost: cl0.test:87\r\n"
+             b"Content-Length: %d\r\n\r\n%s" % (len(inner), inner))
+b = exchange(b"GET http://cl0.test:87/public/b HTTP/1.1\r\nHost: cl0.test:87\r\n\r\n")
+print(a, b)
+PYC
+)
+check "cl0: a POST whose body the origin reads as a request for /secret/, then another client's GET: each gets its own answer" \
+	"/static/a /public/b" "$out"
+check "... the GET on a new connection (one that carried a body is not reused)" "yes" \
+	"$([ "$(conn_of ' /static/a ')" != "$(conn_of ' /public/b ')" ] && echo yes)"
 
 # ---- what the client sends while its request is answered ----
 # A request without a body leaves the gateway reading the client: what

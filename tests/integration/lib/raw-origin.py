@@ -25,6 +25,12 @@
 #        headbody like full, but a HEAD is answered with a body ("EVIL")
 #        hang    read a request, log it, never answer
 #        slow    like full, but each answer 0.3 s late
+#        cl0     like echo, but a request for /static* is answered without
+#                reading its body (Content-Length ignored, the "CL.0" flaw of
+#                some static handlers): the body is read as the next request;
+#                one for /secret* is answered 0.3 s late (a slow handler)
+#        echo    like full, but the answer says which request it answers:
+#                "echo <target> <sha256 of the body>"
 # Logs, in LOGDIR:
 #   conn-N.bin     every byte connection N received, as it came
 #   requests.log   one line per request read:
@@ -146,7 +152,7 @@ class Conn:
                 self.answer(403, b"early")
                 continue
             try:
-                body = self.body(headers)
+                body = b"" if mode == "cl0" and target.startswith("/static") else self.body(headers)
             except ValueError:
                 log_request("conn=%d port=%s %s %s bad=framing" % (self.n, self.port, method, target))
                 return
@@ -180,6 +186,14 @@ class Conn:
                     b"HTTP/1.1 200 X\r\nTransfer-Encoding: chunked\r\n\r\n"
                     b"0005;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
                 )
+                continue
+            if mode == "cl0":
+                if target.startswith("/secret"):
+                    threading.Event().wait(0.3)
+                self.answer(200, b"echo %s %s" % (target.encode("latin1"), digest.encode()))
+                continue
+            if mode == "echo":
+                self.answer(200, b"echo %s %s" % (target.encode("latin1"), digest.encode()))
                 continue
             self.answer(200, b"raw-origin ok " + digest.encode())
 
