@@ -67,8 +67,16 @@ static int local_watch_open(struct sl_gw *gw)
 	gw->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
 	if (gw->nl_fd < 0)
 		return negative_errno();
+	if (bind(gw->nl_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = negative_errno();
+		sl_closep(&gw->nl_fd);
+		gw->nl_fd = -1;
+		return r;
+	}
 	/* ... and policy-routing rules, which can send an address to a table
-	 * with a local route. */
+	 * with a local route. Joined after the bind: bind sets the first 32
+	 * groups to nl_groups, and the rules' (8, 19) are among them, so a
+	 * membership added before it is silently dropped. */
 	for (i = 0; i < sizeof(rule_groups) / sizeof(rule_groups[0]); i++) {
 		if (setsockopt(gw->nl_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &rule_groups[i],
 			       sizeof(rule_groups[i])) < 0) {
@@ -78,12 +86,16 @@ static int local_watch_open(struct sl_gw *gw)
 			return r;
 		}
 	}
-	if (bind(gw->nl_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = negative_errno();
-		sl_closep(&gw->nl_fd);
-		gw->nl_fd = -1;
-		return r;
+#ifdef RTNLGRP_NEXTHOP
+	/* ... and nexthop objects: deleting one takes the routes that use it
+	 * with it, again without a word of those routes. A kernel without
+	 * them (before 5.3) refuses the group, and has no such routes. */
+	{
+		int nh = RTNLGRP_NEXTHOP;
+
+		(void)setsockopt(gw->nl_fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &nh, sizeof(nh));
 	}
+#endif
 	return 0;
 }
 

@@ -8,6 +8,9 @@
 # routed out that link before, and delivered to the host itself after
 # (a rule that looks in another table before the local one), must be
 # refused at once, not connected to on the strength of the old answer.
+# Deleting a nexthop object takes the routes through it as silently. And
+# a rule deleted (or added) changes where an address goes: the rules'
+# messages must reach the gateway too.
 # A listener on the gateway host logs any request that reaches it.
 #
 # Usage: test-route-cache.sh [PATH-TO-SLUICE]
@@ -25,6 +28,8 @@ world_begin
 T=$WORLD_TMP
 H=$WORLD_HOST
 X=192.0.2.77 # routed out lk0 by table 100, and local in the local table
+Y=192.0.2.78 # the same, by a route through a nexthop object
+Z=192.0.2.79 # the same, by a rule of its own (table 102)
 
 # In the gateway's namespace: lk0 (IPv6 off, so that its going down says
 # nothing of addresses or routes), a rule that looks in table 100 before
@@ -39,12 +44,22 @@ ip -n "$H" rule del pref 0
 ip -n "$H" rule add pref 100 lookup local
 ip -n "$H" route add $X dev lk0 table 100
 ip -n "$H" route add local $X dev lo table local
+ip -n "$H" rule add pref 9 to $Z/32 lookup 102
+ip -n "$H" route add $Z dev lk0 table 102
+ip -n "$H" route add local $Z dev lo table local
+ip -n "$H" nexthop add id 5 dev lk0
+ip -n "$H" route add $Y nhid 5 table 100
+ip -n "$H" route add local $Y dev lo table local
 
 write_policy "$T/policy.yaml" <<P
 version: 1
 private_addresses: [192.0.2.0/24]
 allow:
   - host: "$X"
+    ports: [8077]
+  - host: "$Y"
+    ports: [8077]
+  - host: "$Z"
     ports: [8077]
 P
 world_host_bg "$PY" "$here/lib/listener.py" "$T/host.log" "0.0.0.0:8077=2"
@@ -62,6 +77,16 @@ code() {
 }
 check "the address routed out lk0 (nobody there): not the host's, the connect times out" "504" \
 	"$(code http://$X:8077/one)"
+check "another, by a rule of its own: the same" "504" "$(code http://$Z:8077/one)"
+ip -n "$H" rule del pref 9
+check "the rule deleted: the kernel delivers that one locally" "local" \
+	"$(ip -n "$H" route get $Z | awk 'NR == 1 { print $1 }')"
+check "... a request to it: 403" "403" "$(code http://$Z:8077/rule)"
+check "another, through a nexthop object: the same" "504" "$(code http://$Y:8077/one)"
+ip -n "$H" nexthop del id 5
+check "the nexthop deleted (its route goes with it, unannounced): the kernel delivers it locally" \
+	"local" "$(ip -n "$H" route get $Y | awk 'NR == 1 { print $1 }')"
+check "... a request to it: 403" "403" "$(code http://$Y:8077/nh)"
 ip -n "$H" link set lk0 down
 check "lk0 down: the kernel now delivers the address to the host itself" "local" \
 	"$(ip -n "$H" route get $X | awk 'NR == 1 { print $1 }')"
