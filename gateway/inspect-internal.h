@@ -170,6 +170,12 @@ struct insp {
 	size_t uhead_len;
 	struct sl_http_body body;
 	bool body_done;
+	/* The request had a body: an origin that reads less of it than was
+	 * sent (a handler that ignores Content-Length, "CL.0") reads the rest
+	 * as a request nobody decided and answers it late, as whatever
+	 * exchange takes the connection next: such a connection is not
+	 * pooled (conn-http.c does the same for plain HTTP). */
+	bool req_body;
 	bool head_req, ws_req, client_ka;
 	bool reused; /* in->up came from the pool; uhead is kept for a retry */
 

@@ -256,6 +256,8 @@ static int check_body_and_upgrade(struct insp *in, const struct sl_http_request 
 		return -1;
 	}
 	in->body_done = sl_http_body_is_done(&in->body);
+	/* Its upstream connection is not kept after it (insp_end_exchange). */
+	in->req_body = !in->body_done;
 	return 0;
 }
 

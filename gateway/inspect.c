@@ -118,7 +118,7 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	insp_wipe_uhead(in);
 	in->reused = false;
 	if (up) {
-		if (reusable && in->resp_ka && in->st == I_EXCHANGE)
+		if (reusable && in->resp_ka && in->st == I_EXCHANGE && !in->req_body)
 			insp_pool_put(up);
 		else
 			insp_up_close(up);
@@ -142,7 +142,7 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	in->rlen = 0;
 	memset(&in->resp, 0, sizeof(in->resp));
 	in->resp_head_done = in->resp_started = in->resp_ka = in->close_after = false;
-	in->body_done = in->head_req = in->ws_req = in->client_ka = false;
+	in->body_done = in->head_req = in->ws_req = in->client_ka = in->req_body = false;
 	in->up_paused = false;
 	in->st = I_HEAD;
 	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);

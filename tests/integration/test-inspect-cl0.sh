@@ -6,9 +6,9 @@
 # "CL.0"): the body of a POST to an allowed path is read by the origin as a
 # request for a path the policy refuses, and answered late; the next
 # exchange that takes the kept-alive TLS connection (another client's GET)
-# must not receive that answer. NOT in meson.build: red until the inspect
-# pool keeps a connection that carried a body out of the pool, as
-# conn-http.c does for plain HTTP (test-http-pool's cl0 checks).
+# must not receive that answer: the inspect pool keeps a connection that
+# carried a body out of the pool, as conn-http.c does for plain HTTP
+# (test-http-pool's cl0 checks).
 #
 # Usage: test-inspect-cl0.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
