@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -43,6 +44,56 @@ struct loader {
 	 * in O(n log n) however many secrets a file defines. */
 	size_t *secret_order;
 };
+
+/*
+ * A host written as a URL ("https://api.example.com/v1") or with its port
+ * ("api.example.com:443"): the parser would take the colon for IPv6 and
+ * say so, which helps nobody. Say what is wanted instead, and how to write
+ * it. true (and the message in buf) when s looks so.
+ */
+static bool url_hint(const char *s, size_t len, char *buf, size_t size)
+{
+	const char *scheme_end = len > 3 ? memmem(s, len, "://", 3) : NULL;
+	const char *host = s, *end = s + len, *hend, *colon = NULL, *slash;
+	unsigned long port = 0;
+	bool path;
+	size_t n;
+
+	if (scheme_end) {
+		size_t sl = (size_t)(scheme_end - s);
+
+		if (sl == 5 && !strncasecmp(s, "https", 5))
+			port = 443;
+		else if (sl == 4 && !strncasecmp(s, "http", 4))
+			port = 80;
+		host = scheme_end + 3;
+	}
+	for (hend = host; hend < end && *hend != '/' && *hend != '?' && *hend != '#'; hend++)
+		if (*hend == ':')
+			colon = colon ? end : hend; /* two colons: IPv6, no port */
+	if (colon == end)
+		colon = NULL;
+	slash = hend < end ? memchr(hend, '/', (size_t)(end - hend)) : NULL;
+	path = slash && end - slash > 1; /* more than a trailing '/' */
+	/* "name:443": a port only when digits, and only they, follow the one
+	 * colon (an IPv6 address has more than one). */
+	if (colon && (colon + 1 == hend || strspn(colon + 1, "0123456789") < (size_t)(hend - colon - 1)))
+		colon = NULL;
+	if (!scheme_end && !colon && hend == end)
+		return false;
+	if (colon) {
+		port = strtoul(colon + 1, NULL, 10);
+		hend = colon;
+	}
+	n = (size_t)snprintf(buf, size, "a host is wanted, not a %s: write 'host: %.*s'",
+			     scheme_end ? "URL" : colon ? "host and port" : "path",
+			     (int)(hend - host), host);
+	if (n < size && port > 0 && port < 65536)
+		n += (size_t)snprintf(buf + n, size - n, " with 'ports: [%lu]'", port);
+	if (n < size && path)
+		snprintf(buf + n, size - n, " and the path under 'paths:'");
+	return true;
+}
 
 static bool valid_name(const char *s, size_t len)
 {
@@ -575,7 +626,14 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		sl_yaml_error_at(&l->y, map, "%s needs a 'host'", what);
 		ok = false;
 	} else if ((s = sl_yaml_scalar(&l->y, host_n, "'host'", &len))) {
-		if (sl_host_pattern_parse(s, len, r.host, &r.wildcard, &r.host_kind, &why) < 0) {
+		char hint[SL_HOST_BUF + 160];
+
+		if (url_hint(s, len, hint, sizeof(hint))) {
+			char b[80];
+			sl_yaml_error_at(&l->y, host_n, "invalid host '%s': %s",
+					 sl_yaml_shown(host_n, b, sizeof(b)), hint);
+			ok = false;
+		} else if (sl_host_pattern_parse(s, len, r.host, &r.wildcard, &r.host_kind, &why) < 0) {
 			char b[80];
 			sl_yaml_error_at(&l->y, host_n, "invalid host '%s': %s", sl_yaml_shown(host_n, b, sizeof(b)), why);
 			ok = false;

@@ -233,6 +233,22 @@ static void test_host_patterns(void **state)
 	EXPECT("version: 1\nallow:\n  - host: \"*.\"\n", "t.yaml:3:11: invalid host '*.'");
 	EXPECT("version: 1\nallow:\n  - host: \"*.*.x\"\n", "t.yaml:3:11: invalid host '*.*.x': '*' may only be the whole leftmost label");
 	EXPECT("version: 1\nallow:\n  - host: a.*.x\n", "t.yaml:3:11: invalid host 'a.*.x'");
+	/* A URL or a host:port, not a host: said so, with how to write it. */
+	EXPECT("version: 1\nallow:\n  - host: https://api.example.com/\n",
+	       "t.yaml:3:11: invalid host 'https://api.example.com/': a host is wanted, not a URL: "
+	       "write 'host: api.example.com' with 'ports: [443]'");
+	EXPECT("version: 1\nallow:\n  - host: http://api.example.com:8080/v1/x\n",
+	       "t.yaml:3:11: invalid host 'http://api.example.com:8080/v1/x': a host is wanted, not a "
+	       "URL: write 'host: api.example.com' with 'ports: [8080]' and the path under 'paths:'");
+	EXPECT("version: 1\nallow:\n  - host: api.example.com:443\n",
+	       "t.yaml:3:11: invalid host 'api.example.com:443': a host is wanted, not a host and "
+	       "port: write 'host: api.example.com' with 'ports: [443]'");
+	EXPECT("version: 1\nallow:\n  - host: api.example.com/v1\n",
+	       "t.yaml:3:11: invalid host 'api.example.com/v1': a host is wanted, not a path: write "
+	       "'host: api.example.com' and the path under 'paths:'");
+	/* IPv6 is still IPv6, and says so when it is not. */
+	EXPECT("version: 1\nallow:\n  - host: \"2001:db8::zz\"\n",
+	       "t.yaml:3:11: invalid host '2001:db8::zz': not a valid IPv6 address");
 	EXPECT("version: 1\nallow:\n  - host: \"*x.com\"\n", "t.yaml:3:11: invalid host '*x.com': a wildcard must be a whole label");
 	EXPECT("version: 1\nallow:\n  - host: \"*.10.0.0.1\"\n", "t.yaml:3:11: invalid host '*.10.0.0.1': a wildcard suffix must be a name");
 	EXPECT("version: 1\nallow:\n  - host: \"[example.com]\"\n", "t.yaml:3:11: invalid host '[example.com]': brackets must enclose an IPv6 address");
