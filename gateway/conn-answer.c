@@ -4,6 +4,7 @@
  * one-line reason, always with Connection: close (conn_respond_error in
  * conn.c sends them). Calls nothing of the connection's.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,18 +38,32 @@ const char *conn_status_text(int status)
 	}
 }
 
-int conn_error_response(int status, const char *why, char **ret)
+/* A reason is one of our own tokens ("no-rule", "bad-framing"): anything
+ * else is left out of the header rather than sent. */
+static bool reason_token(const char *r)
 {
-	char body[768];
+	size_t n = r ? strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-") : 0;
+
+	return n > 0 && n < 64 && r[n] == '\0';
+}
+
+int conn_error_response(int status, const char *reason, const char *why, char **ret)
+{
+	char body[768], hdr[96] = "";
 	int blen, n;
 
 	blen = snprintf(body, sizeof(body), "sluice: %s\n", why);
 	if (blen < 0 || (size_t)blen >= sizeof(body))
 		blen = (int)strlen(body);
+	/* Clients that show only the status (git, npm, pip: "403") still
+	 * carry the headers into their verbose output, and scripts can read
+	 * it: the audit record's reason, the body's why in words. */
+	if (reason_token(reason))
+		snprintf(hdr, sizeof(hdr), "X-Sluice-Reason: %s\r\n", reason);
 	n = asprintf(ret,
 		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %d\r\nConnection: close\r\n\r\n%.*s",
-		     status, conn_status_text(status), blen, blen, body);
+		     "Content-Length: %d\r\n%sConnection: close\r\n\r\n%.*s",
+		     status, conn_status_text(status), blen, hdr, blen, body);
 	if (n < 0)
 		*ret = NULL;
 	return n;

@@ -253,9 +253,12 @@ void conn_next_after_upstream(struct conn *c);
  * nothing. */
 void conn_drop_upstream(struct conn *c);
 const char *conn_status_text(int status);
-/* The gateway's own answer: status, a one-line plain-text reason, and
- * Connection: close. Its length (*ret malloc'd), or -1. */
-int conn_error_response(int status, const char *why, char **ret);
+/* The gateway's own answer: status, X-Sluice-Reason (reason, when it is
+ * one of our tokens), a one-line plain-text why, and Connection: close.
+ * Its length (*ret malloc'd), or -1. */
+int conn_error_response(int status, const char *reason, const char *why, char **ret);
+/* The reason c's audit record gives: the one set, else the decision's. */
+const char *conn_reason(const struct conn *c);
 
 /* ---- conn-decide.c: decide -> resolve -> connect ---- */
 

@@ -62,6 +62,11 @@ void conn_free(struct conn *c)
  * the connection does (CLOSED); inspect.c for each exchange inside its
  * TLS. A path cannot skip the record (every connection ends in CLOSED) nor
  * write it twice (c->audited says it is written). */
+const char *conn_reason(const struct conn *c)
+{
+	return c->reason ? c->reason : c->decided ? sl_reason_to_string(c->dec.reason) : NULL;
+}
+
 void conn_write_audit(struct conn *c)
 {
 	struct sl_audit_record r = {
@@ -78,9 +83,7 @@ void conn_write_audit(struct conn *c)
 	    .status = c->status ? c->status : -1,
 	    .decision =
 		c->decided && c->dec.verdict == SL_VERDICT_ALLOW && !c->refused ? "allow" : "deny",
-	    .reason = c->reason	   ? c->reason
-		      : c->decided ? sl_reason_to_string(c->dec.reason)
-				   : NULL,
+	    .reason = conn_reason(c),
 	    .tls = c->inspect ? "inspect"
 		   : (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough"
 									  : NULL,
@@ -326,7 +329,7 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 	c->rreq = NULL;
 	uv_read_stop((uv_stream_t *)&c->client);
 	close_upstream(c);
-	n = conn_error_response(status, why, &msg);
+	n = conn_error_response(status, conn_reason(c), why, &msg);
 	if (n < 0 || conn_send_owned(c, true, msg, (size_t)n, true) < 0)
 		conn_close(c);
 }

@@ -178,7 +178,7 @@ void insp_respond(struct insp *in, int status, const char *reason, const char *w
 		return;
 	}
 	uv_read_stop((uv_stream_t *)&c->client);
-	n = conn_error_response(status, why, &msg);
+	n = conn_error_response(status, conn_reason(c), why, &msg);
 	if (n < 0 || insp_client_write(in, msg, (size_t)n) < 0) {
 		free(msg);
 		conn_close(c);

@@ -160,6 +160,9 @@ check "the 403 names the host and why" \
 	"$(curl_ http://denied.test/x)"
 check_has "the denial is audited" '"host":"denied.test","port":80,"path":"/x","status":403,"decision":"deny","rule":null,"reason":"no-rule"' \
 	"$(audit_last)"
+check "... and its X-Sluice-Reason header is the record's reason" "X-Sluice-Reason: no-rule" \
+	"$(world_host curl -s -m 10 -i -x "http://$GW" http://denied.test/x | tr -d '\r' |
+		grep -i '^x-sluice-reason:')"
 check "a denied CONNECT gets 403" "403" "$(connect_code http://denied.test/x)"
 check "a denied port gets 403" "403" "$(code http://allowed.test:8080/x)"
 check "a deny path rule holds" "403" "$(code http://app.test/secret/x)"

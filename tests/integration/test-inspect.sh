@@ -276,6 +276,9 @@ out=$(run curl -sS -m 10 -o /dev/null -w '%{http_code}' https://api.anthropic.co
 check "a method the rule does not name (GET) gets 403" "403" "$out"
 check_has "... audited with reason method" '"decision":"deny"' \
 	"$(audit_match '"method":"GET"' '"path":"/v1/messages"' '"reason":"method"' '"tls":"inspect"')"
+out=$(run curl -sS -m 10 -i https://api.anthropic.com/v1/messages 2>&1 | tr -d '\r')
+check "... its answer says why where a client that shows only '403' still carries it" \
+	"X-Sluice-Reason: method" "$(grep -i '^x-sluice-reason:' <<<"$out")"
 
 out=$(run curl -sS -m 10 -o /dev/null -w '%{http_code} %{num_connects}\n' https://plain.test/ka1 \
 	--next -X POST -d x -o /dev/null -w '%{http_code} %{num_connects}\n' https://plain.test/ka2 2>&1)
