@@ -53,12 +53,14 @@
 #include "sandbox-serve.h"
 #include "trace.h"
 
-/* Like env(1) and container runtimes: 125 when sluice itself failed, so
- * that it is told apart from the command's own statuses. */
+/* Like env(1) and container runtimes: 125 whenever sluice itself failed
+ * (a bad command line, an invalid policy, not root, setup, the audit log
+ * or the gateway failing while the command ran), so that it is told apart
+ * from the command's own statuses; what failed goes to stderr. */
 #define RUN_EXIT_SETUP 125
 /* The audit log could not be written: the gateway stopped deciding, and
- * the command was ended (docs/sandbox.md). */
-#define RUN_EXIT_AUDIT 124
+ * the command was ended (docs/sandbox.md). A failure of sluice's too. */
+#define RUN_EXIT_AUDIT RUN_EXIT_SETUP
 
 extern char **environ;
 
@@ -203,8 +205,9 @@ static void run_usage(FILE *f)
 	      "  --resolver ADDR[:PORT]  the DNS server the gateway asks (default: resolv.conf)\n"
 	      "  --upstream-ca FILE  verify inspected origins against FILE, not the system store\n"
 	      "\n"
-	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice failed,\n"
-	      "126/127 if CMD could not be executed. SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed\n"
+	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice itself\n"
+	      "failed (bad flags, an invalid policy, not root, setup, the audit log or the\n"
+	      "gateway failing: stderr says which), 126/127 if CMD could not be executed. SIGINT, SIGTERM, SIGQUIT, SIGUSR1/2 are passed\n"
 	      "to CMD (a second SIGINT or SIGTERM ends the sandbox); SIGHUP sent by a process\n"
 	      "reloads --policy (a terminal hangup is passed on). When one of fds 0-2 is a\n"
 	      "terminal, CMD gets a pty of its own. Hosts whose rules name methods, paths or a\n"
@@ -785,7 +788,7 @@ int sl_cmd_run(int argc, char **argv)
 	if (sl_netns_run_args_parse(argc, argv, &r.args, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_usage(stderr);
-		return SL_EXIT_USAGE;
+		return RUN_EXIT_SETUP;
 	}
 	if (r.args.help) {
 		run_usage(stdout);
@@ -794,17 +797,17 @@ int sl_cmd_run(int argc, char **argv)
 	if (canonical_binds(&r, err, sizeof(err)) < 0 || check_audit_path(&r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
-		return SL_EXIT_USAGE;
+		return RUN_EXIT_SETUP;
 	}
 	if (load_policy(&r) < 0) {
 		run_teardown(&r);
-		return SL_EXIT_INVALID;
+		return RUN_EXIT_SETUP;
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "sluice run: must run as root (it creates namespaces, links and "
 				"firewall rules, then drops to the user)\n");
 		run_teardown(&r);
-		return SL_EXIT_FAILURE;
+		return RUN_EXIT_SETUP;
 	}
 	/* Block before the child exists, so no signal meant for it is lost
 	 * (the child gets our original mask back before it executes), and
@@ -820,7 +823,7 @@ int sl_cmd_run(int argc, char **argv)
 	if (sigprocmask(SIG_BLOCK, &set, &old) < 0) {
 		fprintf(stderr, "sluice run: blocking signals: %m\n");
 		run_teardown(&r);
-		return SL_EXIT_FAILURE;
+		return RUN_EXIT_SETUP;
 	}
 
 	/* Before anything secret is read: it keeps a copy of our memory. A
@@ -835,7 +838,7 @@ int sl_cmd_run(int argc, char **argv)
 	if (pick_user(&r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
-		return r.args.user ? SL_EXIT_USAGE : RUN_EXIT_SETUP;
+		return RUN_EXIT_SETUP;
 	}
 	sl_trace("user picked");
 	choose_home(&r);

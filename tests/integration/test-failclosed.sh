@@ -12,7 +12,7 @@
 # 2. Auditing fails closed. The audit file lies on a tiny tmpfs (mounted in
 #    a mount namespace of the test's own); once it is full, a request the
 #    policy allows is not relayed (the origin's log has no line for it),
-#    the gateway says why on stderr, and `sluice run` ends with exit 124.
+#    the gateway says why on stderr, and `sluice run` ends with exit 125.
 #
 # Usage: test-failclosed.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
@@ -194,7 +194,7 @@ kill -TERM "$gw_pid"
 for _ in $(seq 100); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
 
 # `sluice run`: the same flood from inside the sandbox; run ends the
-# command and exits 124.
+# command and exits 125.
 cat >"$T/flood.sh" <<'SH'
 for i in $(seq 200); do
 	c=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://denied.test/flood)
@@ -216,8 +216,8 @@ for _ in $(seq 300); do
 	kill -0 "$run_pid" 2>/dev/null || { wait "$run_pid"; rc=$?; break; }
 	sleep 0.1
 done
-check "run ends the command and exits 124" 124 "$rc"
-check_has "... saying why" "sluice run: the audit log cannot be written (No space left on device): ending the command (exit 124)" "$(cat "$T/run.err")"
+check "run ends the command and exits 125" 125 "$rc"
+check_has "... saying why" "sluice run: the audit log cannot be written (No space left on device): ending the command (exit 125)" "$(cat "$T/run.err")"
 check_has "... after the gateway named the file" "cannot write the audit log $T/aud2/audit.log" "$(cat "$T/run.err")"
 check "the sandbox's allowed request after it reached no origin" 0 "$(origin_hits /run-after-full)"
 check "the flood got 403s first (it was audited until the log was full)" 403 "$(head -n1 "$T/w/flood.out" 2>/dev/null)"

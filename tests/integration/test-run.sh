@@ -171,7 +171,24 @@ nothing_left() { # nothing_left WHEN
 printf 'version: 1\nallow:\n  - host: [\n' >"$T/bad.yaml"
 out=$(run --policy "$T/bad.yaml" -- true 2>&1); rc=$?
 check "an invalid --policy is refused with file:line:col (exit $rc: $out)" \
-	sh -c "[ $rc = 1 ] && echo '$out' | grep -q '^$T/bad.yaml:[0-9]*:[0-9]*: '"
+	sh -c "[ $rc = 125 ] && echo '$out' | grep -q '^$T/bad.yaml:[0-9]*:[0-9]*: '"
+# Every failure of sluice's own is 125, whatever it was (env(1), container
+# runtimes): never a status the command could have meant.
+fails125() { # fails125 NAME NEEDLE CMD...: exit 125, and stderr names NEEDLE
+	local name=$1 needle=$2 out rc
+	shift 2
+	out=$("$@" 2>&1); rc=$?
+	if [ "$rc" = 125 ] && grep -qF -- "$needle" <<<"$out"; then
+		ok "$name: 125, saying why"
+	else
+		notok "$name: exit $rc (want 125 naming '$needle'): $out"
+	fi
+}
+fails125 "an unknown flag" no-such-flag run --no-such-flag -- true
+fails125 "a --user that does not exist" sluice-no-such-user run --user sluice-no-such-user -- true
+fails125 "a --policy that does not exist" no-such-policy.yaml run --policy "$T/no-such-policy.yaml" -- true
+fails125 "not root" "must run as root" \
+	world_host setpriv --reuid=65534 --regid=65534 --clear-groups "$SLUICE" run -- true
 # dev-agent.yaml reads its key as a systemd credential.
 mkdir -m 700 "$T/creds"
 printf 'sk-ant-test-%s\n' "$(openssl rand -hex 16)" >"$T/creds/anthropic"
