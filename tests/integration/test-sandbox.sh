@@ -344,12 +344,12 @@ check_has "--env cannot replace the proxy variables" "proxy" "$out"
 
 out=$(sandbox --audit - -- true 2>&1)
 rc=$?
-check "--audit - is refused under run" 2 "$rc"
+check "--audit - is refused under run (125, as every failure of sluice's own)" 125 "$rc"
 check_has "... saying why" "could print" "$out"
 
 out=$(sandbox --rw "$T" --audit "$T/audit.log" -- true 2>&1)
 rc=$?
-check "--audit FILE under a --rw path is refused" 2 "$rc"
+check "--audit FILE under a --rw path is refused (125)" 125 "$rc"
 check_has "... naming it" "$T/audit.log" "$out"
 check "... and nothing was written there" no "$([ -e "$T/audit.log" ] && echo yes || echo no)"
 
