@@ -198,6 +198,36 @@ elif what == "stalled":  # K downloads of N, none read until all are open
         s.sendall(b"ok\n")
         s.close()
     print("%d of %d intact" % (k - bad, k))
+elif what == "abandon":  # K downloads left with bytes in the gateway's pipes, reset
+    import select, struct
+    k, n = int(sys.argv[2]), int(sys.argv[3])
+    ss = []
+    for i in range(k):
+        s = tunnel(65536)
+        s.sendall(b"SOURCE %d %d\n" % (n, 200 + i))
+        ss.append(s)
+    flowing = 0
+    for s in ss:  # each has bytes through: its pipe is filling behind them
+        r, _, _ = select.select([s], [], [], 10)
+        flowing += bool(r)
+    for s in ss:  # gone without reading: RST, the pipes still hold bytes
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    bad = 0
+    for i in range(k):  # then new tunnels, on the pipes those leave
+        try:  # another tunnel's bytes first would break even the CONNECT's answer
+            s = tunnel()
+            s.settimeout(5)  # a stream shifted by stale bytes never ends right
+            s.sendall(b"SOURCE %d %d\n" % (n // 8, 300 + i))
+            got, sha = read_all(s)
+            s.close()
+        except (AssertionError, OSError):
+            got, sha = -1, ""
+        h = hashlib.sha256()
+        for b in stream(n // 8, 300 + i):
+            h.update(b)
+        bad += got != n // 8 or sha != h.hexdigest()
+    print("%d flowing, %d of %d after them intact" % (flowing, k - bad, k))
 PY
 
 rchar() { sed -n 's/^rchar: //p' "/proc/$pid/io"; }
@@ -277,6 +307,13 @@ r1=$(rchar)
 check "once they are closed, a new download is spliced again (their pipes are back)" "yes" \
 	"$(awk -v n=$n '$1 == "got" && $2 == n && $3 == $5 { print "intact" }' <<<"$out" |
 		grep -q intact && [ $((r1 - r0)) -lt $MiB ] && echo yes || echo "no: $((r1 - r0)) bytes")"
+
+# Tunnels reset while their pipes hold bytes: each pipe is emptied (or
+# closed) before another tunnel gets it, so no byte of one tunnel ever
+# reaches another.
+check "16 tunnels reset with bytes in their pipes, then 16 new downloads: each gets only its own bytes" \
+	"16 flowing, 16 of 16 after them intact" \
+	"$(world_host "$PY" "$T/client.py" abandon 16 $((8 * MiB)))"
 
 check "the confined gateway is alive after it all (no SIGSYS)" "yes" \
 	"$(kill -0 "$pid" 2>/dev/null && echo yes)"
