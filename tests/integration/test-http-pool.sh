@@ -95,6 +95,18 @@ reload || echo "not ok - the gateway did not answer SIGHUP"
 check "after a reload" "$OK" "$(get http://raw.test/a4)"
 check "... a new upstream connection" "yes" "$([ "$(conn_of ' /a4 ')" != "$a1" ] && echo yes)"
 
+# ---- a reload while a request is under way: its connection is not kept ----
+world_host_bg curl -s -m 10 -x http://203.0.113.1:3128 -o "$T/g1.out" http://raw.test:86/g1
+g1_pid=$!
+wait_grep "$R/requests.log" " /g1 " || echo "not ok - the slow origin never read /g1"
+reload || echo "not ok - the gateway did not answer SIGHUP"
+wait "$g1_pid"
+check "a request answered after a reload that came while it was under way" \
+	"raw-origin ok $(sha '')" "$(cat "$T/g1.out")"
+check "... the next request does not get its connection (opened under the old policy)" "$OK" \
+	"$(get http://raw.test:86/g2)"
+check "... a new one" "yes" "$([ "$(conn_of ' /g2 ')" != "$(conn_of ' /g1 ')" ] && echo yes)"
+
 # ---- an origin that closes a kept-alive connection under a request ----
 check "drop2: a first GET" "$OK" "$(get http://raw.test:81/r1)"
 check "a GET on that connection, which its origin closes unanswered: retried, answered" "$OK" \
