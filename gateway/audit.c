@@ -208,6 +208,8 @@ int sl_audit_format(const struct sl_audit_record *r, char *buf, size_t size)
 	put_string(&o, KEY("tls"), r->tls);
 	put_string(&o, KEY("sni"), r->sni);
 	put_string(&o, KEY("credential"), r->credential);
+	if (r->proto) /* only where it says something: records stay as they were */
+		put_string(&o, KEY("proto"), r->proto);
 	put_int(&o, KEY("bytes_up"), r->bytes_up);
 	put_int(&o, KEY("bytes_down"), r->bytes_down);
 	put_int(&o, KEY("duration_ms"), r->duration_ms);

@@ -29,6 +29,7 @@ struct sl_audit_record {
 	const char *sni;
 	const char *credential; /* a secret's name, never its value */
 	int64_t bytes_up, bytes_down, duration_ms; /* < 0: unknown */
+	const char *proto; /* how it was asked: "socks5", or NULL (HTTP's proxy, capture) */
 };
 
 /* The longest line sl_audit_format() writes: strings longer than their

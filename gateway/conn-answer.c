@@ -6,9 +6,11 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conn-internal.h"
+#include "socks-wire.h"
 
 const char *conn_status_text(int status)
 {
@@ -67,4 +69,22 @@ int conn_error_response(int status, const char *reason, const char *why, char **
 	if (n < 0)
 		*ret = NULL;
 	return n;
+}
+
+int conn_refusal(const struct conn *c, int status, const char *reason, const char *why,
+		 char **ret)
+{
+	uint8_t rep[SL_SOCKS_REPLY_LEN];
+
+	*ret = NULL;
+	if (c->socks == CONN_SOCKS_GREETING)
+		return -1;
+	if (c->socks != CONN_SOCKS_REQUEST)
+		return conn_error_response(status, reason, why, ret);
+	sl_socks_reply(sl_socks_reply_for(status, reason, c->up_status), rep);
+	*ret = malloc(sizeof(rep));
+	if (!*ret)
+		return -1;
+	memcpy(*ret, rep, sizeof(rep));
+	return (int)sizeof(rep);
 }

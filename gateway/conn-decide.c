@@ -24,6 +24,7 @@ static void connected(uv_connect_t *req, int status)
 	if (c->state == ST_CLOSING)
 		return;
 	uv_timer_stop(&c->timer);
+	c->up_status = status;
 	if (status < 0) {
 		char msg[SL_HOST_BUF + 128];
 
@@ -83,6 +84,7 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	if (r < 0) {
 		char msg[SL_HOST_BUF + 128];
 
+		c->up_status = r;
 		snprintf(msg, sizeof(msg), "cannot connect to %s:%u: %s", c->dec.host, c->port,
 			 uv_strerror(r));
 		conn_respond_error(c, 502, "connect-failed", msg);

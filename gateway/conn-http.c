@@ -619,6 +619,12 @@ static void http_head(struct conn *c)
 	const char *why = NULL;
 	int status = 0, k;
 
+	/* SOCKS5's greeting (no HTTP request begins with 0x05): served on
+	 * the same port (socks.c), so no other needs opening in the fence. */
+	if (!c->pinned && !c->n_exchanges && c->len && (uint8_t)c->buf[0] == 0x05) {
+		conn_hand_to(c, CONN_SOCKS);
+		return;
+	}
 	k = sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &status, &why);
 	if (k == 0)
 		return;

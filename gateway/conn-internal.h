@@ -36,6 +36,16 @@ enum conn_way {
 	CONN_TUNNEL,
 	CONN_CAPTURE,
 	CONN_INSPECT,
+	CONN_SOCKS,
+};
+
+/* SOCKS5 (socks.c): where a connection is in its handshake. Until the
+ * request is answered, a refusal is SOCKS5's reply (conn_refusal). */
+enum conn_socks {
+	CONN_SOCKS_NO,	      /* not SOCKS5 */
+	CONN_SOCKS_GREETING,  /* no method chosen yet: refused by closing */
+	CONN_SOCKS_REQUEST,   /* the request's reply is owed */
+	CONN_SOCKS_ANSWERED,  /* succeeded: the tunnel's bytes are the client's */
 };
 
 /*
@@ -82,6 +92,8 @@ struct conn {
 
 	/* What was asked and decided, for the audit record. */
 	bool is_connect;	 /* a CONNECT through the explicit proxy */
+	enum conn_socks socks;	 /* ... asked for in SOCKS5 (socks.c) */
+	int up_status;		 /* the upstream connect's libuv error, for SOCKS5 */
 	bool captured;		 /* redirected to us by the sandbox's nftables */
 	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
 	bool tls_seen;		 /* a ClientHello was checked */
@@ -196,6 +208,7 @@ extern const struct conn_handler conn_http_handler;
 extern const struct conn_handler conn_tunnel_handler;
 extern const struct conn_handler conn_capture_handler;
 extern const struct conn_handler conn_inspect_handler;
+extern const struct conn_handler conn_socks_handler;
 
 /* ---- conn.c: the core ---- */
 
@@ -257,6 +270,11 @@ const char *conn_status_text(int status);
  * one of our tokens), a one-line plain-text why, and Connection: close.
  * Its length (*ret malloc'd), or -1. */
 int conn_error_response(int status, const char *reason, const char *why, char **ret);
+/* The answer to c, refused: SOCKS5's reply while its request waits for
+ * one, nothing (-1: just close) before its greeting is answered, else
+ * conn_error_response()'s. */
+int conn_refusal(const struct conn *c, int status, const char *reason, const char *why,
+		 char **ret);
 /* The reason c's audit record gives: the one set, else the decision's. */
 const char *conn_reason(const struct conn *c);
 

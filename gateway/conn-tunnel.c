@@ -16,6 +16,7 @@
 #include "conn-internal.h"
 #include "macro.h"
 #include "first-flight.h"
+#include "socks-wire.h"
 #include "splice.h"
 #include "tls-hello.h"
 
@@ -180,17 +181,25 @@ static void tunnel_connected(struct conn *c)
 
 	if (c->is_connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		uint8_t socks_ok[SL_SOCKS_REPLY_LEN];
 		/* Anything the client sent after its CONNECT head already
 		 * belongs to the tunnel. */
 		size_t head_end;
 
-		(void)sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes, &r, &st,
-					    &why);
-		head_end = r.head_len;
-		memmove(c->buf, c->buf + head_end, c->len - head_end);
-		c->len -= head_end;
+		if (c->socks) {
+			/* SOCKS5's success (socks.c took its request off). */
+			sl_socks_reply(SL_SOCKS_SUCCEEDED, socks_ok);
+			c->socks = CONN_SOCKS_ANSWERED;
+		} else {
+			(void)sl_http_parse_request(c->buf, c->len, c->gw->cfg.max_header_bytes,
+						    &r, &st, &why);
+			head_end = r.head_len;
+			memmove(c->buf, c->buf + head_end, c->len - head_end);
+			c->len -= head_end;
+		}
 		c->status = 200;
-		if (conn_send_copy(c, true, ok, sizeof(ok) - 1, false) < 0) {
+		if (conn_send_copy(c, true, c->socks ? (const char *)socks_ok : ok,
+				   c->socks ? sizeof(socks_ok) : sizeof(ok) - 1, false) < 0) {
 			conn_close(c);
 			return;
 		}

@@ -92,6 +92,7 @@ void conn_write_audit(struct conn *c)
 	    .bytes_up = (int64_t)c->bytes_up,
 	    .bytes_down = (int64_t)c->bytes_down,
 	    .duration_ms = (int64_t)(uv_now(c->gw->loop) - c->start_loop_ms),
+	    .proto = c->socks ? "socks5" : NULL,
 	};
 	char rule[96];
 
@@ -329,7 +330,7 @@ void conn_respond_error(struct conn *c, int status, const char *reason, const ch
 	c->rreq = NULL;
 	uv_read_stop((uv_stream_t *)&c->client);
 	close_upstream(c);
-	n = conn_error_response(status, conn_reason(c), why, &msg);
+	n = conn_refusal(c, status, conn_reason(c), why, &msg);
 	if (n < 0 || conn_send_owned(c, true, msg, (size_t)n, true) < 0)
 		conn_close(c);
 }

@@ -74,7 +74,7 @@ struct sl_gw {
 	uv_timer_cb on_audit_failed;
 	/* The connections' handlers, by enum conn_way (conn-internal.h),
 	 * registered by gateway.c: the core that calls them names none. */
-	const struct conn_handler *conn_ways[4];
+	const struct conn_handler *conn_ways[5];
 	/* conn-pool.c: plain HTTP's idle upstream connections (newest
 	 * first), how many, every upstream handle allocated, owned or not;
 	 * the generation a reload moves on. */

@@ -167,6 +167,7 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 	gw->conn_ways[CONN_TUNNEL] = &conn_tunnel_handler;
 	gw->conn_ways[CONN_CAPTURE] = &conn_capture_handler;
 	gw->conn_ways[CONN_INSPECT] = &conn_inspect_handler;
+	gw->conn_ways[CONN_SOCKS] = &conn_socks_handler;
 	gw->cfg = *cfg;
 	gw->resolver = resolver;
 	gw->audit = audit;

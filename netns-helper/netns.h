@@ -411,9 +411,9 @@ void sl_netns_proc_close(struct sl_netns_proc *p);
  *     LANGUAGE, LC_*, TERM, COLORTERM, TZ, SHELL, the first of each name,
  *     except those named in `drop`; PATH=/usr/local/bin:/usr/bin:/bin when
  *     base has none. Never HOME, USER or LOGNAME: those are sluice's user's.
- *  2. HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy, ALL_PROXY and
- *     all_proxy naming http://gateway:port; NO_PROXY and no_proxy for
- *     loopback.
+ *  2. HTTP_PROXY, HTTPS_PROXY, http_proxy and https_proxy naming
+ *     http://gateway:port, ALL_PROXY and all_proxy socks5h://gateway:port
+ *     (the same port serves SOCKS5); NO_PROXY and no_proxy for loopback.
  *  3. HOME=user->home and USER=LOGNAME=user->name, each when not empty.
  *  4. `extra` (--env; NULL-terminated; may be NULL), each replacing an
  *     entry of the same name: "NAME=VALUE" sets NAME; "NAME" takes NAME's

@@ -859,7 +859,7 @@ int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
 		       const char *const *extra, char ***ret)
 {
 	_cleanup_(sl_netns_env_freep) char **env = NULL;
-	char url[64], addr[INET_ADDRSTRLEN];
+	char url[64], socks[64], addr[INET_ADDRSTRLEN];
 	size_t n = 0;
 	int r;
 
@@ -888,10 +888,15 @@ int sl_netns_env_build(char *const *base, struct in_addr gateway, uint16_t port,
 
 	inet_ntop(AF_INET, &gateway, addr, sizeof(addr));
 	snprintf(url, sizeof(url), "http://%s:%u", addr, port);
+	/* ALL_PROXY for tools that speak SOCKS5 (the same port serves it);
+	 * socks5h: names go to the gateway, which decides them. */
+	snprintf(socks, sizeof(socks), "socks5h://%s:%u", addr, port);
 	for (size_t i = 0; proxy_vars[i]; i++) {
 		bool no = !strcasecmp(proxy_vars[i], "NO_PROXY");
+		bool all = !strcasecmp(proxy_vars[i], "ALL_PROXY");
 
-		r = env_put(&env, &n, kv_new(proxy_vars[i], no ? NO_PROXY_VALUE : url), false);
+		r = env_put(&env, &n,
+			    kv_new(proxy_vars[i], no ? NO_PROXY_VALUE : all ? socks : url), false);
 		if (r < 0)
 			return r;
 	}

@@ -595,6 +595,8 @@ static void test_env(void **state)
 	assert_string_equal(env[0], "PATH=/usr/bin"); /* the first, as getenv() */
 	assert_int_equal(env_count(env, "PATH"), 1);
 	assert_string_equal(env_get(env, "HTTP_PROXY"), "http://10.231.0.1:3128");
+	assert_string_equal(env_get(env, "ALL_PROXY"), "socks5h://10.231.0.1:3128");
+	assert_string_equal(env_get(env, "all_proxy"), "socks5h://10.231.0.1:3128");
 	assert_string_equal(env_get(env, "no_proxy"), "localhost,127.0.0.1,::1");
 	assert_string_equal(env_get(env, "LC_ALL"), "C.UTF-8");
 	assert_string_equal(env_get(env, "LC_TIME"), "de_DE.UTF-8");

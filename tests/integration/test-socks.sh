@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# SOCKS5 on the gateway's proxy port, with real clients inside `sluice run`:
+# curl through ALL_PROXY=socks5h:// (which run sets) and a raw client
+# (lib/socksclient.py) that tries what an agent would: names the policy
+# denies, the gateway host's own address, BIND and UDP ASSOCIATE, a TLS
+# name other than the one asked for, a plain-HTTP Host other than the
+# tunnel's, greetings in pieces. Every answer is checked with the origin's
+# request log, the canary and the audit log.
+#
+# Usage: test-socks.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+. "$here/lib/checks.sh"
+needs_root test-socks.sh ip nft nsenter python3 curl dnsmasq openssl
+
+. "$here/world.sh"
+
+world_begin
+T=$WORLD_TMP
+N=$WORLD_NET_ADDR
+world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }
+cp "$here/lib/socksclient.py" "$T/socksclient.py"
+
+write_policy "$T/policy.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80, 443, 81]
+  - host: 203.0.113.2
+    ports: [80]
+  - host: 203.0.113.1
+    ports: [3128]
+P
+
+# run CMD...: the command in a sandbox, only ALL_PROXY left of the proxy
+# variables, so every connection that uses a proxy uses SOCKS5.
+run() {
+	world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
+		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
+		-u https_proxy "$@" 2>&1
+}
+sc() { run python3 "$T/socksclient.py" "$@"; }
+origin_has() { grep -c -- "$1" "$T/origin.log"; }
+
+check_has "run sets ALL_PROXY to socks5h:// on the gateway's proxy port" "socks5h://" \
+	"$(run sh -c 'echo "$ALL_PROXY $all_proxy"')"
+
+# ---- curl, through ALL_PROXY and --socks5-hostname ----
+check "curl through ALL_PROXY=socks5h reaches an allowed host" \
+	"origin GET /socks-plain host=allowed.test body=0" \
+	"$(run curl -sS -m 10 http://allowed.test/socks-plain)"
+check_has "... audited as a connect" '"event":"connect"' "$(audit_match '"host":"allowed.test","port":80' '"proto":"socks5"' | head -n 1)"
+check_has "... and the request inside decided as plain HTTP" '"path":"/socks-plain","status":200,"decision":"allow"' \
+	"$(audit_match '/socks-plain' '"proto":"socks5"')"
+check "curl --socks5-hostname: HTTPS to an allowed host (SNI checked, passthrough)" \
+	"origin GET /socks-tls host=allowed.test body=0" \
+	"$(run sh -c 'curl -sS -m 10 -k --socks5-hostname "${ALL_PROXY#socks5h://}" https://allowed.test/socks-tls')"
+check_has "... audited with its SNI and socks5" '"tls":"passthrough","sni":"allowed.test"' \
+	"$(audit_match '"host":"allowed.test","port":443' '"proto":"socks5"')"
+
+out=$(run curl -sS -m 10 http://denied.test/socks-denied)
+check_has "a denied host: curl fails with SOCKS5's reply 2 (not allowed by ruleset)" \
+	"SOCKS5 connection to denied.test. (2)" "$out"
+check "... the origin saw nothing" "0" "$(origin_has /socks-denied)"
+check_has "... audited: connect, deny, no-rule, socks5" \
+	'"event":"connect","client":' "$(audit_match '"host":"denied.test"' '"decision":"deny"' '"proto":"socks5"' | head -n 1)"
+check_has "... with its reason" '"reason":"no-rule"' "$(audit_match '"host":"denied.test"' '"proto":"socks5"' | head -n 1)"
+
+# ---- the raw client ----
+check "a denied name: reply 2 (not allowed by ruleset)" "rep=2" "$(sc request name denied.test 443)"
+check "an allowed name on a closed port: reply 5 (refused)" "rep=5" "$(sc request name allowed.test 81)"
+check "a name that does not resolve: reply 2 (the policy has no rule)" "rep=2" "$(sc request name nowhere.invalid 80)"
+before=$(world_canary_count)
+check "an IPv4 literal no rule names (the canary): reply 2" "rep=2" "$(sc request ipv4 "$WORLD_CANARY" 80)"
+check "an IPv6 literal no rule names (the canary): reply 2" "rep=2" "$(sc request ipv6 "$WORLD_CANARY6" 80)"
+check "... the canary saw nothing" "$before" "$(world_canary_count)"
+check "an allowed IPv4 literal: decided as CONNECT to it, plain HTTP inside" "HTTP/1.1 200 OK" \
+	"$(sc get 203.0.113.2 80 203.0.113.2 /socks-literal)"
+check "... the origin served it" "1" "$(origin_has /socks-literal)"
+check "the gateway host's own address, though a rule names it: reply 2" "rep=2" \
+	"$(sc request ipv4 203.0.113.1 3128)"
+check_has "... refused by the address check, audited" '"reason":"private-address"' \
+	"$(audit_match '"host":"203.0.113.1"' '"proto":"socks5"')"
+gw=$(run sh -c 'a=${ALL_PROXY#socks5h://}; echo ${a%:*}')
+check "the gateway's own sandbox-side address: reply 2" "rep=2" "$(sc request ipv4 "$gw" 3128)"
+check "BIND: reply 7 (command not supported)" "rep=7" "$(sc cmd 2)"
+check "UDP ASSOCIATE: reply 7" "rep=7" "$(sc cmd 3)"
+check_has "... audited" '"reason":"socks-command-not-supported"' "$(audit_last)"
+check "only username/password offered: method ff, closed" "method=05ff closed" "$(sc methods 02)"
+check "no method offered: method ff" "method=05ff closed" "$(sc methods '')"
+check "an unknown address type: reply 8" "rep=8" "$(sc raw 05010005aabb0050)"
+check "a zero-length name: reply 1" "rep=1" "$(sc raw 05010003000050)"
+check "a name with a NUL in it: reply 1" "rep=1" "$(sc raw 050100030d616c6c6f7765642e74657374000050)"
+check "a name with a colon (an authority smuggled in): reply 1" "rep=1" \
+	"$(sc raw 0501000310616c6c6f7765642e746573743a3434330050)"
+check "port 0: reply 1" "rep=1" "$(sc raw 050100030c616c6c6f7765642e746573740000)"
+check "reserved byte not 0: reply 1" "rep=1" "$(sc raw 050101030c616c6c6f7765642e746573740050)"
+
+check "TLS naming another host than the SOCKS request: closed, not relayed" "tls-failed" \
+	"$(sc tls allowed.test denied.test /socks-fronted)"
+check "... the origin saw nothing" "0" "$(origin_has /socks-fronted)"
+check_has "... audited as a name mismatch" '"reason":"sni-mismatch"' \
+	"$(audit_match '"sni":"denied.test"' '"proto":"socks5"')"
+check "TLS naming the requested host goes through" "HTTP/1.1 200 OK" \
+	"$(sc tls allowed.test allowed.test /socks-tls-raw)"
+check "plain HTTP in a SOCKS tunnel with a denied Host: 403" "HTTP/1.1 403 Forbidden" \
+	"$(sc get allowed.test 80 denied.test /socks-host)"
+check "... the origin saw nothing" "0" "$(origin_has /socks-host)"
+check_has "... audited as a host mismatch" '"reason":"host-mismatch"' \
+	"$(audit_match '/socks-host' '"proto":"socks5"')"
+check "a greeting and request sent byte by byte still work" "HTTP/1.1 200 OK" \
+	"$(sc fragmented allowed.test /socks-frag)"
+check "greeting, request and GET in one write: the GET is the tunnel's first flight" \
+	"HTTP/1.1 200 OK" "$(sc oneshot allowed.test /socks-oneshot)"
+check "... served" "1" "$(origin_has /socks-oneshot)"
+check "half a greeting: no answer until it is whole" "waiting" "$(sc partial 1)"
+
+finish
