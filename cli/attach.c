@@ -383,6 +383,7 @@ static int setup(struct attach *a, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	a->sandbox_rules = true;
+	a->serve.fence_policy = a->policy; /* its ports are captured */
 	r = sl_serve_rules_install(&a->serve, a->sandbox, err, errlen);
 	if (r < 0)
 		return r;

@@ -425,6 +425,7 @@ static int setup_net(struct run *r)
 	if (ret < 0)
 		goto fail;
 	sl_trace("sandbox network made");
+	r->serve.fence_policy = r->policy; /* its ports are captured */
 	ret = sl_serve_rules_install(&r->serve, r->sandbox, err, sizeof(err));
 	if (ret < 0)
 		goto fail;

@@ -506,8 +506,11 @@ static int hand_over(struct sl_serve *t, const char *buf, size_t len)
 	return -ETIMEDOUT;
 }
 
+static void fence_reload(struct sl_serve *t, const struct sl_policy_ports *ports);
+
 void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 {
+	_cleanup_(sl_policy_ports_done) struct sl_policy_ports ports = {0};
 	_cleanup_free_ char *buf = NULL;
 	struct sl_policy *p = NULL;
 	char err[512];
@@ -544,7 +547,15 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 			return;
 		}
 	}
+	/* Its ports, known before the gateway has it: applied only once it
+	 * took it, so a failed reload changes nothing. */
+	r = sl_policy_allowed_tcp_ports(p, &ports);
 	sl_policy_free(p);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s: out of memory; the running policy stays in force\n",
+			t->prog, policy_path);
+		return;
+	}
 	r = hand_over(t, buf, len);
 	if (r < 0) {
 		fprintf(stderr,
@@ -553,20 +564,19 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 			t->prog, policy_path, strerror(-r));
 		return;
 	}
+	fence_reload(t, &ports);
 	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);
 }
 
 /* ---- The fence ---- */
 
-/* The socket it is sent through stays open (sl_nft_sandbox_apply_nft says
- * why), for the counters; it goes in sl_serve_gateway_stop(). */
-static int apply_sandbox_rules(void *userdata)
+/* The sandbox's rules for the gateway at gw, capturing the TCP ports of
+ * *ports (NULL: every port); with more than the rules take, every port
+ * too (the gateway decides each connection all the same). */
+static struct sl_nft_sandbox fence_config(struct in_addr gw, const struct sl_policy_ports *ports)
 {
-	const struct sl_netns_sandbox *sb = ((void **)userdata)[0];
-	char *err = ((void **)userdata)[1];
-	struct sl_serve *s = ((void **)userdata)[2];
 	struct sl_nft_sandbox cfg = {
-	    .gateway = sl_netns_sandbox_host_addr(sb),
+	    .gateway = gw,
 	    .tcp_ports = {SL_SERVE_PORT_PROXY, SL_SERVE_PORT_DNS},
 	    .n_tcp_ports = 2,
 	    .udp_ports = {SL_SERVE_PORT_DNS},
@@ -575,8 +585,48 @@ static int apply_sandbox_rules(void *userdata)
 	    .capture_port = SL_SERVE_PORT_CAPTURE,
 	    .dns_port = SL_SERVE_PORT_DNS,
 	};
+
+	if (ports && !ports->all && ports->n <= SL_NFT_MAX_CAPTURE_PORTS) {
+		cfg.capture_listed = true;
+		cfg.capture_tcp_ports = ports->ports;
+		cfg.n_capture_tcp_ports = ports->n;
+	}
+	return cfg;
+}
+
+/* A reload the gateway took: the new policy's ports are captured from
+ * now on (one batch). Failing that, the old ports stay captured, which
+ * the gateway decides as ever: said, not fatal. */
+static void fence_reload(struct sl_serve *t, const struct sl_policy_ports *ports)
+{
+	struct sl_nft_sandbox cfg = fence_config(t->fence_gateway, ports);
+	char err[512];
+
+	if (!t->nft_inside)
+		return;
+	if (sl_nft_sandbox_capture_update(t->nft_inside, &cfg, err, sizeof(err)) < 0)
+		fprintf(stderr,
+			"%s: %s; the ports captured stay the old policy's (connections to a new "
+			"port are refused at once until the sandbox restarts)\n",
+			t->prog, err);
+}
+
+/* The socket it is sent through stays open (sl_nft_sandbox_apply_nft says
+ * why), for the counters; it goes in sl_serve_gateway_stop(). */
+static int apply_sandbox_rules(void *userdata)
+{
+	const struct sl_netns_sandbox *sb = ((void **)userdata)[0];
+	char *err = ((void **)userdata)[1];
+	struct sl_serve *s = ((void **)userdata)[2];
+	_cleanup_(sl_policy_ports_done) struct sl_policy_ports ports = {0};
+	struct sl_nft_sandbox cfg;
 	int r;
 
+	if (s->fence_policy && sl_policy_allowed_tcp_ports(s->fence_policy, &ports) < 0) {
+		snprintf(err, 512, "the policy's ports: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	cfg = fence_config(sl_netns_sandbox_host_addr(sb), s->fence_policy ? &ports : NULL);
 	if (!s->nft_inside) {
 		r = sl_nft_open(&s->nft_inside, err, 512);
 		if (r < 0)
@@ -604,6 +654,7 @@ int sl_serve_rules_install(struct sl_serve *s, const struct sl_netns_sandbox *sb
 
 	if (errlen < 512)
 		return -EINVAL;
+	s->fence_gateway = sl_netns_sandbox_host_addr(sb);
 	ret = sl_nft_open(&s->nft, err, errlen);
 	if (ret < 0)
 		return ret;

@@ -79,6 +79,11 @@ struct sl_serve {
 	char host_table[32]; /* the name the host rules were installed under */
 	bool host_rules_owned;
 	bool host_rules;
+	/* The policy whose ports the sandbox's rules capture (borrowed, read
+	 * by sl_serve_rules_install only; NULL: every port); a reload the
+	 * gateway took applies its own. The gateway's address, for that. */
+	const struct sl_policy *fence_policy;
+	struct in_addr fence_gateway;
 };
 
 /* A struct sl_serve before anything is set up. */

@@ -129,6 +129,9 @@ void sl_nft_act_masquerade(struct sl_nft_rb *rb);
  * return -EINVAL with a message in err for a bad one. */
 int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg, char *err,
 			size_t errlen);
+/* Only chain nat_output, flushed and refilled (sl_nft_sandbox_capture_update). */
+int sl_nft_sandbox_capture_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg,
+				char *err, size_t errlen);
 int sl_nft_host_plan(struct sl_nft_plan *plan, const struct sl_nft_host *cfg, bool owner,
 		     char *err, size_t errlen);
 int sl_nft_egress_plan(struct sl_nft_plan *plan, const struct sl_nft_egress *cfg, char *err,

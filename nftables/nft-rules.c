@@ -123,12 +123,11 @@ static int reject_rest(struct sl_nft_plan *plan, const char *table, const char *
 
 /* ---- sandbox ---- */
 
-static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg)
+/* The rules of chain nat_output (made already). */
+static int nat_output_rules(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg)
 {
 	const char *t = SL_NFT_SANDBOX_TABLE, *c = "nat_output";
 	struct sl_nft_rb rb;
-
-	TRY(sl_nft_plan_add_chain(plan, t, c, "nat", NF_INET_LOCAL_OUT, PRIO_DSTNAT, NF_ACCEPT));
 
 	sl_nft_rb_start(&rb, t, c);
 	sl_nft_match_oif(&rb, LO_IFINDEX);
@@ -157,6 +156,63 @@ static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cf
 									  : "dns over tcp to the gateway"));
 		}
 	}
+	if (cfg->capture_port && cfg->capture_listed) {
+		char comment[64];
+
+		/* Only the ports a rule could allow: the SYN to any other is
+		 * not redirected, and the filter's block resets it (and logs
+		 * it), as it does every packet that is not for the gateway. */
+		for (size_t i = 0; i < cfg->n_capture_tcp_ports; i++) {
+			sl_nft_rb_start(&rb, t, c);
+			sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
+			sl_nft_match_dport(&rb, IPPROTO_TCP, cfg->capture_tcp_ports[i]);
+			sl_nft_act_redirect(&rb, cfg->capture_port);
+			snprintf(comment, sizeof(comment), "capture tcp to port %u",
+				 cfg->capture_tcp_ports[i]);
+			TRY(sl_nft_plan_add_rule(plan, &rb, comment));
+		}
+	} else if (cfg->capture_port) {
+		sl_nft_rb_start(&rb, t, c);
+		sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
+		sl_nft_match_l4proto(&rb, IPPROTO_TCP);
+		/* To a listener inside the sandbox itself: there the
+		 * connection's original destination can be asked for
+		 * (SO_ORIGINAL_DST answers only in the namespace that did the
+		 * NAT), and when sluice is gone the port is simply closed. */
+		sl_nft_act_redirect(&rb, cfg->capture_port);
+		TRY(sl_nft_plan_add_rule(plan, &rb, "capture every other tcp connection"));
+	}
+	return 0;
+}
+
+static int check_capture(const struct sl_nft_sandbox *cfg, char *err, size_t errlen)
+{
+	if (!cfg->capture_listed)
+		return 0;
+	if (cfg->n_capture_tcp_ports > SL_NFT_MAX_CAPTURE_PORTS) {
+		sl_nft_set_err(err, errlen, "sandbox ruleset: %zu captured ports, at most %d",
+			       cfg->n_capture_tcp_ports, SL_NFT_MAX_CAPTURE_PORTS);
+		return -EINVAL;
+	}
+	if (cfg->n_capture_tcp_ports && !cfg->capture_tcp_ports) {
+		sl_nft_set_err(err, errlen, "sandbox ruleset: captured ports missing");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < cfg->n_capture_tcp_ports; i++)
+		if (!cfg->capture_tcp_ports[i]) {
+			sl_nft_set_err(err, errlen, "sandbox ruleset: captured port 0 is not a port");
+			return -EINVAL;
+		}
+	return 0;
+}
+
+static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg)
+{
+	const char *t = SL_NFT_SANDBOX_TABLE, *c = "nat_output";
+	struct sl_nft_rb rb;
+
+	TRY(sl_nft_plan_add_chain(plan, t, c, "nat", NF_INET_LOCAL_OUT, PRIO_DSTNAT, NF_ACCEPT));
+	TRY(nat_output_rules(plan, cfg));
 	if (cfg->dns_port) {
 		/* A query to a resolver on one of an attached container's own
 		 * links left with that link's address as its source, and the
@@ -170,18 +226,21 @@ static int sandbox_nat(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cf
 		sl_nft_act_masquerade(&rb);
 		TRY(sl_nft_plan_add_rule(plan, &rb, "to the gateway from the sandbox's own address"));
 	}
-	if (cfg->capture_port) {
-		sl_nft_rb_start(&rb, t, c);
-		sl_nft_match_nfproto(&rb, NFPROTO_IPV4);
-		sl_nft_match_l4proto(&rb, IPPROTO_TCP);
-		/* To a listener inside the sandbox itself: there the
-		 * connection's original destination can be asked for
-		 * (SO_ORIGINAL_DST answers only in the namespace that did the
-		 * NAT), and when sluice is gone the port is simply closed. */
-		sl_nft_act_redirect(&rb, cfg->capture_port);
-		TRY(sl_nft_plan_add_rule(plan, &rb, "capture every other tcp connection"));
-	}
 	return 0;
+}
+
+int sl_nft_sandbox_capture_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg,
+				char *err, size_t errlen)
+{
+	if (cfg->gateway.s_addr == htonl(INADDR_ANY) || !cfg->capture_port) {
+		sl_nft_set_err(err, errlen, "sandbox capture: no gateway address or capture port");
+		return -EINVAL;
+	}
+	TRY(check_capture(cfg, err, errlen));
+	/* Flush and refill in one batch: no moment without the chain's
+	 * rules, nor with both lists. */
+	TRY(sl_nft_plan_flush_chain(plan, SL_NFT_SANDBOX_TABLE, "nat_output"));
+	return nat_output_rules(plan, cfg);
 }
 
 int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *cfg, char *err,
@@ -200,6 +259,7 @@ int sl_nft_sandbox_plan(struct sl_nft_plan *plan, const struct sl_nft_sandbox *c
 			err, errlen));
 	TRY(check_ports("sandbox ruleset: gateway udp ports", cfg->udp_ports, cfg->n_udp_ports,
 			err, errlen));
+	TRY(check_capture(cfg, err, errlen));
 
 	/* The DNS port is a gateway port too: what the NAT chain sends there
 	 * must then pass the filter. (Capture goes to lo, which passes.) */

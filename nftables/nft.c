@@ -67,6 +67,19 @@ int sl_nft_sandbox_apply_nft(struct sl_nft *nft, const struct sl_nft_sandbox *cf
 	return send_once(nft, build_sandbox, cfg, err, errlen);
 }
 
+static int build_capture(struct sl_nft_plan *plan, const void *cfg, char *err, size_t errlen)
+{
+	return sl_nft_sandbox_capture_plan(plan, cfg, err, errlen);
+}
+
+int sl_nft_sandbox_capture_update(struct sl_nft *nft, const struct sl_nft_sandbox *cfg,
+				  char *err, size_t errlen)
+{
+	if (!nft || !cfg)
+		return -EINVAL;
+	return send_once(nft, build_capture, cfg, err, errlen);
+}
+
 int sl_nft_sandbox_delete(char *err, size_t errlen)
 {
 	_cleanup_(sl_nft_closep) struct sl_nft *nft = NULL;

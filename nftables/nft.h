@@ -51,6 +51,15 @@ struct sl_nft_sandbox {
 	 * connection (any port) is redirected to 127.0.0.1:capture_port in
 	 * the sandbox, where the caller keeps a listener. */
 	uint16_t capture_port;
+	/* With capture_port and capture_listed, only TCP connections to
+	 * these ports are captured (the ports some rule could allow):
+	 * another port's SYN is not redirected, so it meets the output
+	 * chain's block (counted, copied to NFLOG, reset) and the client
+	 * fails at once instead of being accepted and then closed. Without
+	 * capture_listed, every port is captured. */
+	bool capture_listed;
+	const uint16_t *capture_tcp_ports;
+	size_t n_capture_tcp_ports; /* at most SL_NFT_MAX_CAPTURE_PORTS */
 	/* When non-zero, IPv4 UDP and TCP to port 53 anywhere is DNATed to
 	 * gateway:dns_port, for programs that ignore resolv.conf. (IPv6 to
 	 * port 53 is never redirected: it is blocked like any other IPv6.) */
@@ -62,6 +71,10 @@ struct sl_nft_sandbox {
 	uint32_t log_rate;
 	uint32_t log_burst;
 };
+
+/* More listed ports than this are refused (-EINVAL): one rule each, and a
+ * policy that needs more is better captured whole (capture_listed off). */
+#define SL_NFT_MAX_CAPTURE_PORTS 1024
 
 #define SL_NFT_LOG_RATE_DEFAULT 20
 #define SL_NFT_LOG_BURST_DEFAULT 100
@@ -94,6 +107,13 @@ int sl_nft_sandbox_apply(const struct sl_nft_sandbox *cfg, char *err, size_t err
  * old, so a socket closed at once makes the start that much longer. */
 int sl_nft_sandbox_apply_nft(struct sl_nft *nft, const struct sl_nft_sandbox *cfg, char *err,
 			     size_t errlen);
+
+/* Replace only which TCP ports are captured (cfg->capture_listed and its
+ * ports; the rest of cfg as the table was made with), in one batch that
+ * flushes and refills chain nat_output: a reload's new policy, applied
+ * atomically. Connections already captured keep going. */
+int sl_nft_sandbox_capture_update(struct sl_nft *nft, const struct sl_nft_sandbox *cfg,
+				  char *err, size_t errlen);
 
 /* Delete table `inet sluice` from the current namespace (`sluice attach`
  * leaves a container's namespace as it found it). -ENOENT if there is none. */

@@ -272,6 +272,21 @@ static inline void sl_policy_freep(struct sl_policy **p)
 	sl_policy_free(*p);
 }
 
+/* ---- The ports a policy can allow (ports.c) ---- */
+
+/* The TCP ports any allow rule could allow, for whatever name: `all`
+ * (every port: an allow rule without a port list, or a mode that must see
+ * every connection), else ports[0..n), sorted and distinct (none for a
+ * policy without an allow rule). */
+struct sl_policy_ports {
+	bool all;
+	uint16_t *ports;
+	size_t n;
+};
+
+int sl_policy_allowed_tcp_ports(const struct sl_policy *p, struct sl_policy_ports *ret);
+void sl_policy_ports_done(struct sl_policy_ports *ports);
+
 /* ---- What a reload may change (bindings.c) ---- */
 
 /* Where a policy sends its secrets: for each inject rule, the secret's
