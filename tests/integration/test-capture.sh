@@ -32,6 +32,11 @@ allow:
     ports: [80, 443]
   - host: 203.0.113.2
     ports: [7]
+  # Only so that the sandbox captures these ports (a port no rule names is
+  # refused at the SYN: test-synreject.sh), and capture's own decisions on
+  # them are what is tested here.
+  - host: other.test
+    ports: [22, 25, 8080]
 P
 chmod 644 "$T/policy.yaml"
 
@@ -40,7 +45,7 @@ chmod 644 "$T/policy.yaml"
 run() {
 	world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
-		-u https_proxy -u ALL_PROXY "$@" 2>&1
+		-u https_proxy -u ALL_PROXY -u all_proxy "$@" 2>&1
 }
 
 check "plain HTTP that ignores the proxy is decided by its Host" \

@@ -228,6 +228,102 @@ static void test_sandbox_capture(void **state)
 	sl_nft_plan_done(&p);
 }
 
+/* Only the ports a rule could allow are captured: one redirect each, and
+ * no catch-all, so another port's SYN meets the filter's block. */
+static void test_sandbox_capture_listed(void **state)
+{
+	static const uint16_t ports[] = {80, 443, 8080};
+	struct sl_nft_plan p;
+	struct sl_nft_sandbox c;
+	const char *t;
+
+	(void)state;
+	sandbox_cfg(&c);
+	c.capture_port = 3129;
+	c.dns_port = 5353;
+	c.capture_listed = true;
+	c.capture_tcp_ports = ports;
+	c.n_capture_tcp_ports = 3;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_plan(&p, &c, NULL, 0), 0);
+	assert_int_equal(op_index(&p, "capture every other tcp"), -1);
+	t = rule_text(&p, "capture tcp to port 8080");
+	assert_has(t, "[ meta load nfproto => reg 1 ]\n  [ cmp eq reg 1 0x00000002 ]");
+	assert_has(t, "[ meta load l4proto => reg 1 ]\n  [ cmp eq reg 1 0x00000006 ]");
+	assert_has(t, "[ cmp eq reg 1 0x0000901f ]"); /* 8080, network order */
+	assert_has(t, "[ immediate reg 1 0x0000390c ]");
+	assert_has(t, "[ redir proto_min reg 1");
+	find_op(&p, "capture tcp to port 80'");
+	find_op(&p, "capture tcp to port 443");
+	assert_int_equal(op_index(&p, "capture tcp to port 22"), -1);
+	/* DNS is still redirected first; the block still ends the filter. */
+	assert_true(op_index(&p, "dns over tcp") < op_index(&p, "capture tcp to port 80'"));
+	find_op(&p, "reject tcp with reset");
+	find_op(&p, "copy blocked packets to nflog");
+	sl_nft_plan_done(&p);
+
+	/* No port at all (a policy without an allow rule): nothing captured. */
+	c.n_capture_tcp_ports = 0;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_plan(&p, &c, NULL, 0), 0);
+	assert_int_equal(op_index(&p, "capture tcp"), -1);
+	assert_int_equal(op_index(&p, "capture every"), -1);
+	sl_nft_plan_done(&p);
+}
+
+/* A reload's update: chain nat_output flushed, then refilled, in one
+ * plan; nothing else of the table is touched (its counters live on). */
+static void test_sandbox_capture_update(void **state)
+{
+	static const uint16_t ports[] = {443, 8443};
+	struct sl_nft_plan p;
+	struct sl_nft_sandbox c;
+	char err[256] = "";
+
+	(void)state;
+	sandbox_cfg(&c);
+	c.capture_port = 3129;
+	c.dns_port = 5353;
+	c.capture_listed = true;
+	c.capture_tcp_ports = ports;
+	c.n_capture_tcp_ports = 2;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_capture_plan(&p, &c, NULL, 0), 0);
+	assert_int_equal(p.ops[0].type, SL_NFT_OP_FLUSH_CHAIN);
+	assert_has(p.ops[0].what, "nat_output");
+	for (size_t i = 1; i < p.n_ops; i++)
+		assert_int_equal(p.ops[i].type, SL_NFT_OP_ADD_RULE);
+	find_op(&p, "no redirection on lo");
+	find_op(&p, "dns over tcp");
+	find_op(&p, "capture tcp to port 8443");
+	assert_int_equal(op_index(&p, "capture tcp to port 80"), -1);
+	assert_int_equal(op_index(&p, "nat_postrouting"), -1);
+	assert_int_equal(op_index(&p, "counter"), -1);
+	sl_nft_plan_done(&p);
+
+	/* Every port again (capture_listed off): the catch-all. */
+	c.capture_listed = false;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_capture_plan(&p, &c, NULL, 0), 0);
+	find_op(&p, "capture every other tcp");
+	sl_nft_plan_done(&p);
+
+	c.capture_listed = true;
+	c.n_capture_tcp_ports = SL_NFT_MAX_CAPTURE_PORTS + 1;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_capture_plan(&p, &c, err, sizeof(err)), -EINVAL);
+	assert_has(err, "at most");
+	sl_nft_plan_done(&p);
+	assert_int_equal(sl_nft_sandbox_plan(&p, &c, err, sizeof(err)), -EINVAL);
+	sl_nft_plan_done(&p);
+
+	c.n_capture_tcp_ports = 2;
+	c.capture_port = 0;
+	sl_nft_plan_init(&p);
+	assert_int_equal(sl_nft_sandbox_capture_plan(&p, &c, err, sizeof(err)), -EINVAL);
+	sl_nft_plan_done(&p);
+}
+
 static void test_sandbox_invalid(void **state)
 {
 	struct sl_nft_plan p;
@@ -490,6 +586,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sandbox_filter),
 		cmocka_unit_test(test_sandbox_capture),
+		cmocka_unit_test(test_sandbox_capture_listed),
+		cmocka_unit_test(test_sandbox_capture_update),
 		cmocka_unit_test(test_sandbox_invalid),
 		cmocka_unit_test(test_sandbox_log_rate),
 		cmocka_unit_test(test_host),
