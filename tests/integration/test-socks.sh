@@ -24,8 +24,12 @@ needs_root test-socks.sh ip nft nsenter python3 curl dnsmasq openssl
 world_begin
 T=$WORLD_TMP
 N=$WORLD_NET_ADDR
-world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }
+world_services allowed.test=$N denied.test=$N insp.test=$N || { echo "not ok - services"; exit 1; }
 cp "$here/lib/socksclient.py" "$T/socksclient.py"
+mkdir -m 755 "$T/www" && echo served-opaque >"$T/www/opaque.txt"
+# A server on a `protocol: tcp` port (HTTP/1.0, which capture would not see).
+world_bg "$WORLD_NET" python3 -m http.server 8080 --bind "$N" --directory "$T/www" >/dev/null 2>"$T/alt.log"
+for _ in $(seq 50); do world_net ss -Hltn "sport = :8080" | grep -q . && break; sleep 0.1; done
 
 write_policy "$T/policy.yaml" <<'P'
 version: 1
@@ -36,13 +40,21 @@ allow:
     ports: [80]
   - host: 203.0.113.1
     ports: [3128]
+  - host: insp.test
+    ports: [443]
+    methods: [GET]
+  - host: allowed.test
+    ports: [8080]
+    protocol: tcp
+  - host: 2001:db8::2
+    ports: [80]
 P
 
 # run CMD...: the command in a sandbox, only ALL_PROXY left of the proxy
 # variables, so every connection that uses a proxy uses SOCKS5.
 run() {
 	world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
-		--audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
+		--upstream-ca "$T/cert.pem" --audit "$T/audit.log" -- env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy \
 		-u https_proxy "$@" 2>&1
 }
 sc() { run python3 "$T/socksclient.py" "$@"; }
@@ -119,6 +131,22 @@ check "a greeting and request sent byte by byte still work" "HTTP/1.1 200 OK" \
 check "greeting, request and GET in one write: the GET is the tunnel's first flight" \
 	"HTTP/1.1 200 OK" "$(sc oneshot allowed.test /socks-oneshot)"
 check "... served" "1" "$(origin_has /socks-oneshot)"
+# Inspection and opaque relays, where the rule needs them, as for CONNECT.
+check "SOCKS5 to a host whose rule names methods: its TLS is inspected, GET allowed" \
+	"origin GET /socks-insp host=insp.test body=0" \
+	"$(run curl -sS -m 10 https://insp.test/socks-insp)"
+check_has "... audited as an inspected request, with socks5" '"tls":"inspect"' \
+	"$(audit_match '/socks-insp' '"proto":"socks5"')"
+check "... a POST inside it is refused by the rule" "403" \
+	"$(run curl -s -m 10 -o /dev/null -w '%{http_code}' -d x https://insp.test/socks-post)"
+check "... the origin saw nothing" "0" "$(origin_has /socks-post)"
+check "a protocol: tcp port: relayed opaque" "HTTP/1.0 200 OK" \
+	"$(sc get allowed.test 8080 allowed.test /opaque.txt)"
+check "... served by the server there" "1" "$(grep -c 'GET /opaque.txt' "$T/alt.log")"
+check "an allowed IPv6 literal: decided as CONNECT to it (no server there: reply 5)" "rep=5" \
+	"$(sc request ipv6 2001:db8::2 80)"
+check_has "... audited with the literal, decided by its rule" '"host":"2001:db8::2","port":80,"path":null,"status":502,"decision":"deny","rule":"allow[6]","reason":"connect-failed"' \
+	"$(audit_match '2001:db8::2' '"proto":"socks5"')"
 check "half a greeting: no answer until it is whole" "waiting" "$(sc partial 1)"
 
 finish

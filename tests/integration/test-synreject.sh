@@ -106,11 +106,32 @@ check "... a denied Host on the new port gets the gateway's 403" "HTTP/1.1 403 F
 check "... audited as a decided request on 8080" "1" \
 	"$(audit_count '"host":"denied.test","port":8080' '"decision":"deny"')"
 check "... a port still in no rule stays refused" "refused" "$(cat "$T/w/4")"
-# A reload that fails (an invalid policy) changes nothing.
+# Reloads that fail change nothing: an invalid policy, and a valid one
+# (which would capture 8081) that the supervisor refuses after loading it
+# (a secret not loaded at the start needs a restart).
+hup_refused() {
+	local n
+	n=$(grep -c 'not reloaded' "$T/reload.out")
+	kill -HUP "$pid"
+	for _ in $(seq 100); do [ "$(grep -c 'not reloaded' "$T/reload.out")" -gt "$n" ] && return 0; sleep 0.05; done
+	return 1
+}
 printf 'version: 1\nallow:\n  - host: https://allowed.test/\n' >"$T/policy.yaml"
-n=$(grep -c 'not reloaded' "$T/reload.out")
-kill -HUP "$pid"
-for _ in $(seq 100); do [ "$(grep -c 'not reloaded' "$T/reload.out")" -gt "$n" ] && break; sleep 0.05; done
+hup_refused
+check "... an invalid policy is not reloaded" "1" "$(grep -c 'not reloaded' "$T/reload.out")"
+echo sk-new-secret >"$T/new.key"
+chmod 600 "$T/new.key"
+write_policy "$T/policy.yaml" <<P
+version: 1
+secrets:
+  k: { file: $T/new.key }
+allow:
+  - host: allowed.test
+    ports: [80, 443, 8080, 8081]
+    inject: { header: x-api-key, secret: k }
+P
+hup_refused
+check "... nor one with a new secret (refused after it loaded)" "2" "$(grep -c 'not reloaded' "$T/reload.out")"
 touch "$T/w/go2"
 wait "$pid"
 check "a failed reload changes nothing: 8080 still captured and served" "HTTP/1.0 200 OK" \
