@@ -86,15 +86,17 @@ static void request(struct conn *c)
 		return;
 	uv_read_stop((uv_stream_t *)&c->client);
 	uv_timer_stop(&c->timer);
-	c->parsed = true;
-	snprintf(c->method, sizeof(c->method), "CONNECT");
 	if (k < 0) {
+		/* Audited without method, host or port: none was asked for
+		 * that could be decided; the reason says what was wrong. */
 		refuse_request(c, rep,
 			       rep == SL_SOCKS_CMD_UNSUPPORTED	   ? "socks-command-not-supported"
 			       : rep == SL_SOCKS_ATYP_UNSUPPORTED ? "socks-address-type"
 								  : "socks-bad-request");
 		return;
 	}
+	c->parsed = true;
+	snprintf(c->method, sizeof(c->method), "CONNECT");
 	/* What follows the request is the tunnel's first flight: kept in
 	 * c->buf, checked there as a CONNECT's is. */
 	consume(c, (size_t)k);
