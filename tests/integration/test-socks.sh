@@ -63,6 +63,12 @@ origin_has() { grep -c -- "$1" "$T/origin.log"; }
 check_has "run sets ALL_PROXY to socks5h:// on the gateway's proxy port" "socks5h://" \
 	"$(run sh -c 'echo "$ALL_PROXY $all_proxy"')"
 
+for v in ALL_PROXY all_proxy; do
+	out=$(world_host "$SLUICE" run --env "$v=socks5h://$WORLD_CANARY:1080" -- true 2>&1)
+	check "--env $v=... is refused (exit 125), as for the other proxy variables" \
+		"125 1" "$? $(grep -c 'sets the proxy variables itself' <<<"$out")"
+done
+
 # ---- curl, through ALL_PROXY and --socks5-hostname ----
 check "curl through ALL_PROXY=socks5h reaches an allowed host" \
 	"origin GET /socks-plain host=allowed.test body=0" \
