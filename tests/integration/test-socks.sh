@@ -155,4 +155,35 @@ check_has "... audited with the literal, decided by its rule" '"host":"2001:db8:
 	"$(audit_match '2001:db8::2' '"proto":"socks5"')"
 check "half a greeting: no answer until it is whole" "waiting" "$(sc partial 1)"
 
+# ---- `sluice gateway` serves SOCKS5 on its --listen port too ----
+world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 203.0.113.1:3130 \
+	--resolver "$N:53" --audit "$T/gw-audit.log" --sandbox gw --header-timeout 1000 \
+	>>"$T/gw.log" 2>&1
+world_pids+=($!)
+for _ in $(seq 50); do
+	world_host python3 -c "import socket; socket.create_connection(('203.0.113.1', 3130), 1)" \
+		2>/dev/null && break
+	sleep 0.1
+done
+gsc() { world_host env ALL_PROXY=socks5h://203.0.113.1:3130 python3 "$T/socksclient.py" "$@"; }
+check "sluice gateway: curl --socks5-hostname reaches an allowed host" \
+	"origin GET /gw-socks host=allowed.test body=0" \
+	"$(world_host curl -sS -m 10 --socks5-hostname 203.0.113.1:3130 http://allowed.test/gw-socks)"
+check "... a denied name: reply 2" "rep=2" "$(gsc request name denied.test 443)"
+check "... half a greeting past --header-timeout: closed without a reply" "got=b''" \
+	"$(gsc partial 5)"
+# Records are written as connections end, a moment after the client saw it.
+timeouts() {
+	for _ in $(seq 100); do
+		[ "$(grep -c '"reason":"header-timeout"' "$T/gw-audit.log")" -ge "$1" ] && break
+		sleep 0.05
+	done
+	grep '"reason":"header-timeout"' "$T/gw-audit.log" | tail -n 1
+}
+check_has "... audited as a timeout" '"proto":"socks5"' "$(timeouts 1)"
+check "... half a request past it: reply 1 (general failure), then closed" "rep=1" \
+	"$(gsc partial-request)"
+check_has "... audited, with socks5" '"reason":"header-timeout","tls":null,"sni":null,"credential":null,"proto":"socks5"' \
+	"$(timeouts 2)"
+
 finish

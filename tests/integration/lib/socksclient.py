@@ -146,6 +146,13 @@ def main():
             print("got=%r" % s.recv(16))
         except socket.timeout:
             print("waiting")
+        except ConnectionError:
+            print("reset")
+    elif case == "partial-request":  # a greeting, then half a request: what comes back
+        s.sendall(b"\x05\x01\x00")
+        assert recv_exact(s, 2) == b"\x05\x00"
+        s.sendall(b"\x05\x01\x00\x03\x0callow")
+        print(reply_code(s))
     else:
         raise SystemExit("unknown case " + case)
 
