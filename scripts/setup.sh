@@ -14,6 +14,7 @@ build_pkgs=(
 	gcc libc6-dev meson ninja-build pkg-config
 	libyaml-dev libidn2-dev libuv1-dev libc-ares-dev libssl-dev
 	libnftnl-dev libmnl-dev libseccomp-dev node-llhttp
+	scdoc # the man page, build/sluice.1
 )
 # The live demo builds a small world of network namespaces.
 demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux openssl ca-certificates)
@@ -22,6 +23,7 @@ test_pkgs=(
 	iproute2 nftables util-linux bubblewrap procps
 	curl dnsmasq-base openssl ca-certificates bind9-dnsutils nodejs
 	bsdutils systemd # script(1) gives a test a terminal; systemd-analyze checks the units
+	man-db groff-base git # man -l renders the man page; git clones through the recipes
 )
 
 pkgs=("${build_pkgs[@]}")
