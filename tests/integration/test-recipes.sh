@@ -1,0 +1,329 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The recipes of examples/, run as far as this machine allows (it has no
+# systemd as PID 1 and no container runtime):
+#
+#  1. examples/systemd/sluice-agent.service: its ExecStart= as systemd would
+#     run it, in a mount namespace that applies the unit's mount settings
+#     (ProtectSystem=strict with its writable paths, ProtectHome=,
+#     PrivateTmp=, PrivateDevices=), with its CapabilityBoundingSet= and
+#     NoNewPrivileges= (setpriv) and its LoadCredential= (a credentials
+#     directory). The agent reaches its model API with the key injected,
+#     is refused elsewhere, writes only its workspace, sees no home; a stop
+#     (SIGTERM to sluice alone, KillMode=mixed) reaches the agent and
+#     leaves nothing behind. Settings that are seccomp filters or kernel
+#     knobs (RestrictNamespaces=, RestrictAddressFamilies=, ...) are
+#     checked by systemd-analyze only (tests/cli/test-units.sh).
+#  2. examples/container/sluice-container.sh with SLUICE_RUNTIME=unshare,
+#     the code path docker and podman share: the "container" reaches an
+#     allowed origin and not a denied one; teardown leaves no veth, no nft
+#     table, no process.
+#  3. The policies people copy, with real clients: git clone and fetch
+#     through examples/github-readonly.yaml from a smart-HTTP origin
+#     (git http-backend, pushes enabled), a push refused and never seen by
+#     the origin; npm and PyPI writes refused.
+# The world's names (github.com, api.anthropic.com, ...) resolve only in
+# its own dnsmasq, to TEST-NET addresses of its own namespaces.
+#
+# Usage: test-recipes.sh [PATH-TO-SLUICE]   (default: $SLUICE, then build/cli/sluice)
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+if [ "$(id -u)" != 0 ]; then
+	echo "# test-recipes.sh needs root (network namespaces, mounts, nftables)"
+	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
+	exit 77
+fi
+for tool in ip nft nsenter unshare setpriv bwrap python3 curl git dnsmasq openssl findmnt; do
+	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
+done
+[ -x /usr/lib/git-core/git-http-backend ] || { echo "not ok - git http-backend is not installed"; exit 1; }
+[ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
+
+. "$here/world.sh"
+PY=/usr/bin/python3
+
+passed=0
+failed=0
+ok() { echo "ok - $*"; passed=$((passed + 1)); }
+notok() { echo "not ok - $*"; failed=$((failed + 1)); }
+check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
+	local d=$1
+	shift
+	if "$@"; then ok "$d"; else notok "$d"; fi
+}
+has() { grep -qF -- "$2" <<<"$1"; } # has TEXT NEEDLE
+
+extra_pids=()
+cleanup() {
+	local p
+	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for p in "${extra_pids[@]}"; do wait "$p" 2>/dev/null; done
+	world_down
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+world_up || { echo "not ok - could not build the test world"; exit 1; }
+T=$WORLD_TMP
+N=$WORLD_NET_ADDR
+G=203.0.113.3 # the git origin, a second address of the internet namespace
+ip -n "$WORLD_NET" addr add $G/24 dev wi0
+key="sk-ant-recipes-$(openssl rand -hex 16)"
+(umask 077 && printf '%s\n' "$key" >"$T/anthropic.key")
+ORIGIN_ANTHROPIC_KEY_FILE=$T/anthropic.key world_services api.anthropic.com=$N github.com=$G \
+	registry.npmjs.org=$N pypi.org=$N files.pythonhosted.org=$N upload.pypi.org=$N \
+	allowed.test=$N denied.test=$N || { echo "not ok - the world's services did not start"; exit 1; }
+chmod 644 "$T/cert.pem"
+
+# What sluice and its sandboxes leave in the host namespace: links, nft
+# tables. (Other tests' sandboxes may run on the machine meanwhile: cgroups
+# are looked for by the pid of our own sluice, cgroups_of PID.)
+host_state() {
+	world_host ip -o link show | awk '{ print $2 }' | grep -v '^lo:$' | sort
+	world_host nft list tables | sort
+}
+cgroups_of() { find /sys/fs/cgroup -maxdepth 6 -name "sluice-$1" -type d 2>/dev/null; }
+host0=$(host_state)
+procs_of() { ps -e -o uid=,pid=,comm= | awk -v u="$1" '$1 == u'; }
+
+# =====================================================================
+# 1. The systemd unit
+# =====================================================================
+unit=$root/examples/systemd/sluice-agent.service
+# The unit with its continuation lines joined, as systemd reads it.
+joined=$(sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' "$unit")
+setting() { sed -n "s/^$1=//p" <<<"$joined"; }
+exec_start=$(setting ExecStart)
+caps=$(setting CapabilityBoundingSet)
+check "the unit runs sluice run ($exec_start)" has "$exec_start" "/usr/local/bin/sluice run "
+check "the unit has NoNewPrivileges=yes" [ "$(setting NoNewPrivileges)" = yes ]
+check "the unit has ProtectSystem=strict, ProtectHome=yes, PrivateTmp=yes, PrivateDevices=yes" \
+	[ "$(setting ProtectSystem)$(setting ProtectHome)$(setting PrivateTmp)$(setting PrivateDevices)" = strictyesyesyes ]
+check "the unit keeps /run/sluice when it stops (other sandboxes hold locks there)" \
+	[ "$(setting RuntimeDirectory) $(setting RuntimeDirectoryPreserve)" = "sluice yes" ]
+check "the unit's limits: MemoryMax=, TasksMax=, CPUQuota=, OOMPolicy=stop, Delegate=yes" \
+	sh -c "[ -n '$(setting MemoryMax)' ] && [ -n '$(setting TasksMax)' ] && [ -n '$(setting CPUQuota)' ] &&
+		[ '$(setting OOMPolicy)' = stop ] && [ '$(setting Delegate)' = yes ]"
+check "the unit stops sluice alone (KillMode=mixed)" [ "$(setting KillMode)" = mixed ]
+cred=$(setting LoadCredential)
+check "the unit loads the policy's credential ($cred)" [ "$cred" = anthropic:/etc/sluice/anthropic.key ]
+# CAP_SYS_ADMIN CAP_NET_ADMIN ... as setpriv's -all,+sys_admin,+net_admin,...
+bset=-all
+for c in $caps; do bset="$bset,+$(tr 'A-Z' 'a-z' <<<"${c#CAP_}")"; done
+
+# The settings the emulation applies, as the unit has them.
+unit_env=()
+for k in ProtectSystem ProtectHome PrivateTmp PrivateDevices LogsDirectory RuntimeDirectory ReadWritePaths; do
+	unit_env+=("U_$k=$(setting $k)")
+done
+
+# The unit's paths, made real in the emulation's own mount namespace: /srv
+# is a tmpfs there (the agent's home in /srv/agent); /etc/sluice and
+# /var/log/sluice, which this machine lacks, map into it too.
+E=/srv
+cp "$root/examples/dev-agent.yaml" "$T/agent.yaml" && chmod 644 "$T/agent.yaml"
+cat >"$T/agent.py" <<'PY'
+# The agent: what it can reach, write and see, one line each.
+import json, os, signal, sys, time, urllib.request, urllib.error
+def say(*a):
+    print(*a, flush=True)
+if len(sys.argv) > 1 and sys.argv[1] == "serve":   # wait to be stopped
+    def term(*_):
+        open("/srv/agent/work/got-term", "w").write("TERM\n")
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, term)
+    open("/srv/agent/work/ready", "w").close()
+    for _ in range(600):
+        time.sleep(0.1)
+    sys.exit(3)
+say("uid", os.getuid())
+say("placeholder", os.environ.get("ANTHROPIC_API_KEY", "").startswith("sluice-placeholder"))
+say("credentials-env", "CREDENTIALS_DIRECTORY" in os.environ)
+req = urllib.request.Request("https://api.anthropic.com/v1/messages", method="POST",
+    data=json.dumps({"model": "m", "max_tokens": 5,
+                     "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""),
+             "anthropic-version": "2023-06-01", "content-type": "application/json"})
+try:
+    say("model-api", urllib.request.urlopen(req, timeout=10).status)
+except urllib.error.HTTPError as e:
+    say("model-api", e.code)
+except Exception as e:
+    say("model-api", type(e).__name__)
+for url in ("https://denied.test/x", "http://denied.test/x", "https://api.anthropic.com/v1/files"):
+    try:
+        say("other", url, urllib.request.urlopen(url, timeout=10).status)
+    except urllib.error.HTTPError as e:
+        say("other", url, e.code)
+    except urllib.error.URLError as e:   # a refused CONNECT: "Tunnel connection failed: 403"
+        say("other", url, " ".join(w for w in str(e.reason).split() if w.isdigit()) or e.reason)
+    except Exception as e:
+        say("other", url, type(e).__name__)
+for path in ("/srv/agent/work/out.txt", "/srv/agent/planted", "/etc/planted", "/var/log/sluice/x"):
+    try:
+        open(path, "w").write("x")
+        say("write", path, "ok")
+    except OSError as e:
+        say("write", path, e.strerror)
+for d in ("/home", "/root", "/run/credentials"):
+    try:
+        say("list", d, len(os.listdir(d)))
+    except OSError as e:
+        say("list", d, e.strerror)
+PY
+install -d -o 23456 -g 23456 -m 0700 "$T/work"
+
+# emulate MODE: the unit's ExecStart= with the unit's settings applied, in
+# a mount namespace of its own inside the world's host namespace; MODE is
+# the agent's argument ("" or serve). The agent's output is on stdout.
+cat >"$T/emulate.sh" <<'SH'
+#!/bin/bash
+# Runs as root in a new mount namespace (unshare -m: nothing propagates
+# back to the machine). Args: T SLUICE BSET EXEC-START...
+set -eu
+T=$1 SLUICE=$2 BSET=$3
+shift 3
+exec_start=$1
+# /srv: the unit's paths; $T is bound at /srv/stage before /tmp goes.
+mount -t tmpfs -o mode=755 slt-recipes /srv
+mkdir -p /srv/stage /srv/agent/work /srv/etc/sluice /srv/credentials/sluice-agent.service
+mount --bind "$T" /srv/stage
+# The workspace is the test's $T/work, so the test sees what the agent left.
+mount --bind "$T/work" /srv/agent/work
+install -m 0755 "$T/agent.py" /srv/agent/agent.py
+install -m 0644 "$T/agent.yaml" /srv/etc/sluice/agent.yaml
+# LoadCredential=anthropic:/etc/sluice/anthropic.key: a copy that only the
+# unit's user (root) can read, in a directory only it can enter.
+install -m 0400 "$T/anthropic.key" /srv/credentials/sluice-agent.service/anthropic
+chmod 0500 /srv/credentials/sluice-agent.service
+# LogsDirectory=sluice: /var/log/sluice, writable (bound to the stage so
+# the test can read the audit log afterwards).
+mkdir -p "$T/log"
+mount -t tmpfs -o mode=755 slt-recipes-log /var/log
+mkdir /var/log/sluice
+mount --bind "$T/log" /var/log/sluice
+rw=" /run/sluice "
+[ "$U_PrivateTmp" = yes ] && rw="$rw/tmp /var/tmp "
+[ "$U_LogsDirectory" = sluice ] && rw="$rw/var/log/sluice "
+for p in $U_ReadWritePaths; do rw="$rw$p "; done
+# RuntimeDirectory=sluice (Preserve): the machine's /run/sluice, writable.
+mkdir -p /run/sluice
+mount --bind /run/sluice /run/sluice
+[ "$U_RuntimeDirectory" = sluice ] || rw=${rw/ \/run\/sluice / }
+# PrivateDevices=yes: a /dev of null, zero, full, random, urandom, tty, a
+# devpts of its own and a /dev/shm.
+if [ "$U_PrivateDevices" = yes ]; then
+mkdir -p /srv/olddev
+mount --rbind /dev /srv/olddev
+mount -t tmpfs -o mode=755,nosuid slt-recipes-dev /dev
+for n in null zero full random urandom tty; do
+	touch "/dev/$n"
+	mount --bind "/srv/olddev/$n" "/dev/$n"
+done
+umount -l /srv/olddev
+mkdir /dev/pts /dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts /dev/pts
+ln -s pts/ptmx /dev/ptmx
+mount -t tmpfs -o mode=1777,nosuid,nodev slt-recipes-shm /dev/shm
+fi
+# PrivateTmp=yes, ProtectHome=yes.
+if [ "$U_PrivateTmp" = yes ]; then
+	mount -t tmpfs -o mode=1777 slt-recipes-tmp /tmp
+	mount -t tmpfs -o mode=1777 slt-recipes-vartmp /var/tmp
+fi
+if [ "$U_ProtectHome" = yes ]; then
+	for d in /home /root /run/user; do
+		[ -d "$d" ] && mount -t tmpfs -o mode=000 slt-recipes-home "$d"
+	done
+fi
+# ProtectSystem=strict: every mount read-only but the API file systems
+# (/proc, /sys, /dev) and the writable paths above (ReadWritePaths=,
+# LogsDirectory=, RuntimeDirectory=).
+[ "$U_ProtectSystem" = strict ] &&
+findmnt -rno TARGET | while read -r m; do
+	m=$(printf '%b' "$m") # findmnt escapes spaces as \x20
+	case $m in /proc | /proc/* | /sys | /sys/* | /dev | /dev/*) continue ;; esac
+	case $rw in *" $m "*) continue ;; esac
+	mount -o remount,bind,ro "$m" 2>/dev/null || true
+done
+# The unit's paths in ExecStart= that live here: /etc/sluice/ -> /srv/etc/sluice/.
+cmd=${exec_start//\/etc\/sluice\//\/srv\/etc\/sluice\/}
+cmd=${cmd//\/usr\/local\/bin\/sluice/$SLUICE}
+# The dedicated account "agent" is uid 23456 here.
+cmd=${cmd//--user agent/--user 23456}
+# Point the gateway at the test world (the only additions).
+cmd=${cmd/ run / run --resolver 203.0.113.2:53 --upstream-ca \/srv\/stage\/cert.pem }
+cd /srv/agent/work # WorkingDirectory=
+# systemd's environment for a unit: PATH, and CREDENTIALS_DIRECTORY.
+# shellcheck disable=SC2086 # ExecStart= is split on spaces, as systemd does
+exec setpriv --bounding-set="$BSET" --no-new-privs -- \
+	env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	CREDENTIALS_DIRECTORY=/srv/credentials/sluice-agent.service $cmd "${@:2}"
+SH
+chmod 755 "$T/emulate.sh"
+
+world_host_bg env "${unit_env[@]}" unshare -m --propagation private "$T/emulate.sh" "$T" "$SLUICE" "$bset" "$exec_start" \
+	>"$T/unit.out" 2>"$T/unit.err"
+upid=$! # sluice itself, in the end: ip netns exec, nsenter, unshare and the script exec it
+extra_pids+=("$upid")
+wait "$upid"
+rc=$?
+out=$(cat "$T/unit.out")
+echo "$out" | sed 's/^/# agent: /'
+sed 's/^/# sluice: /' "$T/unit.err" | head -20
+check "the unit's ExecStart ran to the end under its bounding set and no_new_privs (exit $rc)" [ $rc = 0 ]
+check "the agent runs as the unit's --user ($(grep '^uid' <<<"$out"))" has "$out" "uid 23456"
+check "the agent holds the placeholder, not the key" has "$out" "placeholder True"
+check "the agent does not see CREDENTIALS_DIRECTORY" has "$out" "credentials-env False"
+check "the model API answered 200: the credential from LoadCredential= was injected" \
+	has "$out" "model-api 200"
+check "... the origin saw the real key" grep -q 'POST /v1/messages host=api.anthropic.com auth=real' "$T/origin.log"
+check "a host the policy does not name: 403" has "$out" "other https://denied.test/x 403"
+check "... over plain HTTP as well: 403" has "$out" "other http://denied.test/x 403"
+check "a path of the model API's host that no rule allows: 403" \
+	has "$out" "other https://api.anthropic.com/v1/files 403"
+check "the canary saw nothing" [ "$(world_canary_count)" = 0 ]
+check "the agent writes its workspace (ReadWritePaths=, --rw)" has "$out" "write /srv/agent/work/out.txt ok"
+check "... and nothing else of the unit's view" sh -c "echo '$out' | grep -q '^write /srv/agent/planted Read-only' &&
+	echo '$out' | grep -q '^write /etc/planted Read-only' && echo '$out' | grep -q '^write /var/log/sluice/x Read-only'"
+check "ProtectHome=: no home is visible, not even read-only ($(grep '^list /home' <<<"$out"))" \
+	sh -c "echo '$out' | grep -Eq '^list /home Permission denied$' &&
+		echo '$out' | grep -Eq '^list /root Permission denied$'"
+check "the agent cannot reach the credentials directory" \
+	sh -c "echo '$out' | grep -Eq '^list /run/credentials (No such file or directory|Permission denied|0)$'"
+check "the audit log is in LogsDirectory= (/var/log/sluice/agent-audit.log)" \
+	grep -q '"host":"api.anthropic.com".*"decision":"allow".*"credential":"anthropic"' "$T/log/agent-audit.log"
+check "... with the denials" grep -q '"host":"denied.test".*"decision":"deny"' "$T/log/agent-audit.log"
+check "the key is not in the audit log or the agent's output" \
+	sh -c "! grep -qF '$key' '$T/log/agent-audit.log' && ! echo '$out' | grep -qF '$key'"
+now=$(host_state)
+check "nothing left on the host after the unit's command exited: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" [ "$now" = "$host0" ]
+check "... and no cgroup of its sluice ($(cgroups_of "$upid"))" [ -z "$(cgroups_of "$upid")" ]
+
+# A stop as systemd's KillMode=mixed does it: SIGTERM to sluice alone
+# (needs CAP_KILL: the agent is another uid), which passes it on.
+world_host_bg env "${unit_env[@]}" unshare -m --propagation private "$T/emulate.sh" "$T" "$SLUICE" "$bset" "$exec_start" \
+	serve >"$T/serve.out" 2>"$T/serve.err"
+spid=$! # sluice itself, in the end: ip netns exec, nsenter, unshare and the script exec it
+extra_pids+=("$spid")
+for _ in $(seq 150); do [ -e "$T/work/ready" ] && break; sleep 0.1; done
+check "the long-running agent started" [ -e "$T/work/ready" ]
+kill -TERM "$spid"
+wait "$spid"
+rc=$?
+check "SIGTERM to sluice: it exits with the agent's status 0 (exit $rc: $(tail -n 2 "$T/serve.err" | tr '\n' ' '))" [ $rc = 0 ]
+check "... the agent got the SIGTERM (it wrote got-term)" [ -e "$T/work/got-term" ]
+left=$(procs_of 23456)
+check "... no process of the agent's uid is left ($left)" [ -z "$left" ]
+now=$(host_state)
+check "... nor a cgroup of its sluice ($(cgroups_of "$spid"))" [ -z "$(cgroups_of "$spid")" ]
+check "... nor a link or an nft table: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" [ "$now" = "$host0" ]
+
+echo "# passed $passed, failed $failed"
+[ $failed = 0 ]
