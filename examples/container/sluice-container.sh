@@ -69,7 +69,8 @@ command -v "$sluice" >/dev/null || die "no sluice binary: '$sluice' (set SLUICE=
 
 # ---- the runtime: start, pid, stop, wait ----
 # Each runtime_* works for docker and podman alike; unshare is the stand-in.
-cpid= # unshare: the stand-in's pid, a child of this script
+cpid= # unshare: the stand-in's pid (bwrap's), a child of this script
+info= # unshare: where bwrap writes its child's pid
 runtime_start() {
 	case $runtime in
 	docker | podman)
@@ -86,10 +87,19 @@ runtime_start() {
 		# A new network namespace with lo up, then every capability's
 		# NET_ADMIN gone for good (bounding set), then bwrap: the stand-in's
 		# processes are all in that namespace, none can change it.
-		unshare --net -- sh -c 'ip link set lo up && exec "$@"' sh \
-			setpriv --bounding-set -net_admin --inh-caps -net_admin -- \
-			bwrap --unshare-pid --unshare-ipc --die-with-parent --new-session \
-			--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp -- "$@" </dev/null &
+		# bwrap reports its child's pid (the container's "init", as
+		# docker's State.Pid) once the child runs.
+		info=$(mktemp /tmp/sluice-container.XXXXXX) || die "mktemp failed"
+		# (exec: with our traps set, bash would fork once more, and $!
+		# would be a shell, not the stand-in.)
+		(
+			trap - EXIT INT TERM
+			exec unshare --net -- sh -c 'ip link set lo up && exec "$@"' sh \
+				setpriv --bounding-set -net_admin --inh-caps -net_admin -- \
+				bwrap --unshare-pid --unshare-ipc --die-with-parent --new-session \
+				--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
+				--info-fd 3 -- "$@" </dev/null 3>"$info"
+		) &
 		cpid=$!
 		;;
 	*) die "SLUICE_RUNTIME must be docker, podman or unshare, not '$runtime'" ;;
@@ -100,7 +110,7 @@ runtime_start() {
 runtime_pid() {
 	case $runtime in
 	docker | podman) "$runtime" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null ;;
-	unshare) echo "$cpid" ;;
+	unshare) sed -n 's/.*"child-pid": *\([0-9]*\).*/\1/p' "$info" 2>/dev/null ;;
 	esac
 }
 
@@ -133,6 +143,7 @@ runtime_stop() {
 		wait "$cpid"
 		stopped=$?
 		cpid=
+		rm -f "$info"
 		;;
 	esac
 }
@@ -174,7 +185,10 @@ done
 attach=("$sluice" attach --pid "$pid" --policy "$policy")
 [ -z "$audit" ] || attach+=(--audit "$audit")
 attach+=("${sluice_args[@]}")
-"${attach[@]}" 2>"$log" &
+(
+	trap - EXIT INT TERM
+	exec "${attach[@]}" 2>"$log"
+) &
 attach_pid=$!
 # Ready when sluice says "attached through ..."; an exit before that is a
 # refusal (an invalid policy, a namespace it will not fence).

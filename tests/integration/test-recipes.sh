@@ -90,6 +90,16 @@ host_state() {
 }
 cgroups_of() { find /sys/fs/cgroup -maxdepth 6 -name "sluice-$1" -type d 2>/dev/null; }
 host0=$(host_state)
+# gone PID: the process exited (waits, bounded, for an orphan's reaping).
+gone() {
+	local st
+	for _ in $(seq 50); do
+		st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 0
+		[ "$st" = Z ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 procs_of() { ps -e -o uid=,pid=,comm= | awk -v u="$1" '$1 == u'; }
 
 # =====================================================================
@@ -324,6 +334,91 @@ check "... no process of the agent's uid is left ($left)" [ -z "$left" ]
 now=$(host_state)
 check "... nor a cgroup of its sluice ($(cgroups_of "$spid"))" [ -z "$(cgroups_of "$spid")" ]
 check "... nor a link or an nft table: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" [ "$now" = "$host0" ]
+
+# =====================================================================
+# 2. The container recipe, SLUICE_RUNTIME=unshare
+# =====================================================================
+script=$root/examples/container/sluice-container.sh
+cat >"$T/container.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [80]
+P
+chmod 644 "$T/container.yaml"
+# The "container"'s agent: it has only lo until sluice has attached, so it
+# waits for its default route (bounded), then tries an allowed and a
+# denied origin directly (no proxy variables: the capture decides).
+# (Its text is the command: the stand-in's /tmp is private, $T is not there.)
+agent_sh='for i in $(seq 100); do ip route show default | grep -q . && break; sleep 0.1; done
+echo "route: $(ip route show default)"
+echo "allowed: $(curl -s -m 5 -o /dev/null -w "%{http_code}" http://allowed.test/from-container)"
+echo "denied: $(curl -s -m 5 -o /dev/null -w "%{http_code}" http://denied.test/from-container)"
+echo "direct: $(curl -s -m 3 -o /dev/null -w "%{http_code}" http://203.0.113.99/ || echo failed)"
+exit 7'
+container() {
+	world_host env SLUICE="$SLUICE" SLUICE_RUNTIME=unshare "$script" --policy "$T/container.yaml" \
+		--audit "$T/container-audit.log" --sluice-arg --resolver --sluice-arg "$N:53" "$@"
+}
+canary0=$(world_canary_count)
+out=$(container --name c1 -- - sh -c "$agent_sh" 2>"$T/container.err")
+rc=$?
+echo "$out" | sed 's/^/# container: /'
+sed 's/^/# script: /' "$T/container.err"
+check "the script exits with the container's status (exit $rc, want 7)" [ $rc = 7 ]
+check "the container was fenced before its agent went on (a route through sluice)" \
+	sh -c "echo '$out' | grep -Eq '^route: default via 10\.231\.'"
+check "the container reached the allowed origin through sluice" has "$out" "allowed: 200"
+check "... the origin served it" grep -q "GET /from-container host=allowed.test" "$T/origin.log"
+check "a denied origin: its name does not resolve (the gateway's DNS), no answer ($(grep denied: <<<"$out"))" \
+	has "$out" "denied: 000"
+check "... never reached the origin" sh -c "! grep -q 'host=denied.test' '$T/origin.log'"
+check "a direct connection to the canary did not get through" sh -c "! echo '$out' | grep -q '^direct: 200'"
+check "the canary saw nothing" [ "$(world_canary_count)" = "$canary0" ]
+check "the audit log has both decisions" sh -c "grep -q '\"host\":\"allowed.test\".*\"decision\":\"allow\"' '$T/container-audit.log' &&
+	grep -q '\"event\":\"dns\".*\"host\":\"denied.test\".*\"decision\":\"deny\"' '$T/container-audit.log'"
+cpid=$(sed -n 's/.*container c1 (pid \([0-9]*\)).*/\1/p' "$T/container.err")
+check "the container's process is gone (pid ${cpid:-?})" gone "${cpid:-1}"
+now=$(host_state)
+check "teardown leaves no veth and no nft table on the host: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" \
+	[ "$now" = "$host0" ]
+left=$(ps -e -o pid=,args= | grep -F -e "from-container" -e "$T/container.yaml" | grep -v grep)
+check "... and no process of the recipe ($left)" [ -z "$left" ]
+
+# Stopped from outside (SIGTERM to the script, as a service manager
+# would): the container first, then sluice; nothing left.
+world_host_bg env SLUICE="$SLUICE" SLUICE_RUNTIME=unshare "$script" --policy "$T/container.yaml" \
+	--name c2 -- - sleep 300 2>"$T/container2.err" >/dev/null
+spid=$!
+extra_pids+=("$spid")
+for _ in $(seq 150); do grep -q 'is fenced' "$T/container2.err" && break; sleep 0.1; done
+cpid=$(sed -n 's/.*container c2 (pid \([0-9]*\)).*/\1/p' "$T/container2.err")
+apid=$(sed -n 's/.*fenced by sluice (pid \([0-9]*\)).*/\1/p' "$T/container2.err")
+check "a long-running container is fenced (pid ${cpid:-?}, sluice ${apid:-?})" [ -n "$cpid" ] && [ -n "$apid" ]
+tables=$(nsenter -t "${cpid:-1}" -n nft list tables 2>/dev/null | tr '\n' ' ')
+check "... its namespace has sluice's table ($tables)" has "$tables" "inet sluice"
+kill -TERM "$spid"
+wait "$spid"
+rc=$?
+check "SIGTERM to the script ends it (exit $rc)" [ $rc != 0 ]
+check "... the container is gone" gone "${cpid:-1}"
+check "... and sluice attach too" gone "${apid:-1}"
+now=$(host_state)
+check "... no veth, no nft table left: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" [ "$now" = "$host0" ]
+
+# A policy sluice refuses: the container does not stay up unfenced.
+printf 'version: 1\nallow:\n  - host: "*"\n' >"$T/bad.yaml"
+chmod 644 "$T/bad.yaml"
+out=$(world_host env SLUICE="$SLUICE" SLUICE_RUNTIME=unshare "$script" --policy "$T/bad.yaml" \
+	--name c3 -- - sleep 300 2>&1)
+rc=$?
+check "an invalid policy: exit 125, and says so ($(tail -n 2 <<<"$out" | tr '\n' ' '))" \
+	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'did not attach'"
+left=$(ps -e -o pid=,args= | grep -F "sleep 300" | grep -v grep)
+check "... and the container was stopped ($left)" [ -z "$left" ]
+out=$(SLUICE="$SLUICE" SLUICE_RUNTIME=lxc "$script" --policy "$T/container.yaml" -- img 2>&1)
+rc=$?
+check "an unknown runtime is refused (exit $rc: $out)" sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'docker, podman or unshare'"
 
 echo "# passed $passed, failed $failed"
 [ $failed = 0 ]
