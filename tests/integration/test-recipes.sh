@@ -388,7 +388,7 @@ check "... and no process of the recipe ($left)" [ -z "$left" ]
 # Stopped from outside (SIGTERM to the script, as a service manager
 # would): the container first, then sluice; nothing left.
 world_host_bg env SLUICE="$SLUICE" SLUICE_RUNTIME=unshare "$script" --policy "$T/container.yaml" \
-	--name c2 -- - sleep 300 2>"$T/container2.err" >/dev/null
+	--name c2 -- - sleep "300.$WORLD_ID" 2>"$T/container2.err" >/dev/null
 spid=$!
 extra_pids+=("$spid")
 for _ in $(seq 150); do grep -q 'is fenced' "$T/container2.err" && break; sleep 0.1; done
@@ -410,15 +410,117 @@ check "... no veth, no nft table left: $(diff <(echo "$host0") <(echo "$now") | 
 printf 'version: 1\nallow:\n  - host: "*"\n' >"$T/bad.yaml"
 chmod 644 "$T/bad.yaml"
 out=$(world_host env SLUICE="$SLUICE" SLUICE_RUNTIME=unshare "$script" --policy "$T/bad.yaml" \
-	--name c3 -- - sleep 300 2>&1)
+	--name c3 -- - sleep "300.$WORLD_ID" 2>&1)
 rc=$?
 check "an invalid policy: exit 125, and says so ($(tail -n 2 <<<"$out" | tr '\n' ' '))" \
 	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'did not attach'"
-left=$(ps -e -o pid=,args= | grep -F "sleep 300" | grep -v grep)
+left=$(ps -e -o pid=,args= | grep -F "sleep 300.$WORLD_ID" | grep -v grep)
 check "... and the container was stopped ($left)" [ -z "$left" ]
 out=$(SLUICE="$SLUICE" SLUICE_RUNTIME=lxc "$script" --policy "$T/container.yaml" -- img 2>&1)
 rc=$?
 check "an unknown runtime is refused (exit $rc: $out)" sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'docker, podman or unshare'"
+
+# =====================================================================
+# 3. The policies people copy, with real clients
+# =====================================================================
+# A smart-HTTP origin for github.com (git http-backend, pushes enabled):
+# your-org/your-repo, which the policy lets the agent clone, and
+# someone/else, which it does not name.
+git init -q -b main "$T/src"
+echo "hello from the recipes" >"$T/src/README"
+git -C "$T/src" add README
+git -C "$T/src" -c user.name=t -c user.email=t@t commit -qm init
+mkdir -p "$T/git/your-org" "$T/git/someone"
+git clone -q --bare "$T/src" "$T/git/your-org/your-repo.git"
+git clone -q --bare "$T/src" "$T/git/someone/else.git"
+world_bg "$WORLD_NET" python3 "$here/lib/git-origin.py" "$T/git-origin.log" "$T/cert.pem" \
+	"$T/key.pem" "$G" "$T/git"
+wait_for_file "$T/git-origin.log.ready" || notok "the git origin did not start"
+touch "$T/git-origin.log"
+cp "$root/examples/github-readonly.yaml" "$T/github.yaml"
+cp "$root/examples/npm-readonly.yaml" "$T/npm.yaml"
+cp "$root/examples/pypi-readonly.yaml" "$T/pypi.yaml"
+chmod 644 "$T/github.yaml" "$T/npm.yaml" "$T/pypi.yaml"
+install -d -m 1777 "$T/gw"
+# policy_run POLICY CMD: CMD (sh -c) in a sandbox under POLICY, in $T/gw,
+# as one uid every time (the clone of one run is the next run's).
+policy_run() {
+	local p=$1
+	shift
+	world_host "$SLUICE" run --user 23457 --ro "$T" --rw "$T/gw" --policy "$T/$p" --resolver "$N:53" \
+		--upstream-ca "$T/cert.pem" --audit "$T/policies-audit.log" -- \
+		sh -c "cd $T/gw && $1" 2>&1
+}
+# The same policy without its rule for git-upload-pack: "GET only".
+awk '/- name: github-clone/ { skip = 1 } /- name: github-api-read/ { skip = 0 } !skip' \
+	"$T/github.yaml" >"$T/github-getonly.yaml"
+chmod 644 "$T/github-getonly.yaml"
+out=$(policy_run github-getonly.yaml 'git clone -q https://github.com/your-org/your-repo.git getonly 2>&1; echo rc=$?')
+echo "$out" | sed "s/^/# get-only: /"
+check "GET-only GitHub breaks git clone, as the policy's comment says ($(tail -n 2 <<<"$out" | tr '\n' ' '))" \
+	sh -c "echo '$out' | grep -q 'rc=128' && echo '$out' | grep -q 403"
+
+out=$(policy_run github.yaml 'git clone -q https://github.com/your-org/your-repo.git && cat your-repo/README')
+check "github-readonly: git clone over HTTPS works ($out)" has "$out" "hello from the recipes"
+check "... it POSTed to git-upload-pack, which the policy allows" \
+	grep -q "^POST /your-org/your-repo.git/git-upload-pack host=github.com" "$T/git-origin.log"
+echo "second" >>"$T/src/README"
+git -C "$T/src" -c user.name=t -c user.email=t@t commit -qam second
+git -C "$T/src" push -q "$T/git/your-org/your-repo.git" main
+out=$(policy_run github.yaml 'git -C your-repo pull -q --ff-only && tail -n 1 your-repo/README')
+check "github-readonly: git fetch (pull) works ($out)" [ "$out" = second ]
+main1=$(git -C "$T/git/your-org/your-repo.git" rev-parse main)
+out=$(policy_run github.yaml 'cd your-repo && echo pushed >>README &&
+	git -c user.name=a -c user.email=a@a commit -qam "from the agent" &&
+	git push origin HEAD:main; echo rc=$?')
+echo "$out" | sed 's/^/# push: /'
+check "github-readonly: git push fails" has "$out" "rc=1"
+check "... with HTTP 403" sh -c "echo '$out' | grep -q '403'"
+check "... the origin never saw a POST to git-receive-pack" \
+	sh -c "! grep -q '^POST .*git-receive-pack' '$T/git-origin.log'"
+check "... and its main branch is as it was" [ "$(git -C "$T/git/your-org/your-repo.git" rev-parse main)" = "$main1" ]
+check "... audited: denied by path" \
+	grep -q '"method":"POST","host":"github.com","port":443,"path":"/your-org/your-repo.git/git-receive-pack","status":403,"decision":"deny","rule":null,"reason":"path"' \
+	"$T/policies-audit.log"
+out=$(policy_run github.yaml 'git clone -q https://github.com/someone/else.git 2>&1; echo rc=$?')
+check "github-readonly: a repository the policy does not name cannot be cloned ($(tail -n 2 <<<"$out" | tr '\n' ' '))" \
+	has "$out" "rc=128"
+check "... its upload-pack POST never reached the origin" \
+	sh -c "! grep -q '^POST /someone/' '$T/git-origin.log'"
+
+# npm: installing reads, publishing is a PUT. A real npm publish, with a
+# token so that it gets as far as sending its PUT.
+cat >"$T/gw/package.json" <<'J'
+{ "name": "slt-recipes-pkg", "version": "1.0.0" }
+J
+chmod 644 "$T/gw/package.json"
+if command -v npm >/dev/null; then
+	out=$(policy_run npm.yaml 'printf "//registry.npmjs.org/:_authToken=t0k3n\n" >npmrc &&
+		npm publish --userconfig ./npmrc --registry https://registry.npmjs.org/ --no-audit 2>&1; echo rc=$?')
+	check "npm-readonly: npm publish fails with E403 ($(grep -m1 -E 'E403|403' <<<"$out"))" \
+		sh -c "echo '$out' | grep -q 'E403' && echo '$out' | grep -q 'rc=1'"
+	check "... the registry never saw the PUT" sh -c "! grep -q '^PUT /slt-recipes-pkg' '$T/origin.log'"
+else
+	notok "npm is not installed (scripts/setup.sh --test installs it)"
+fi
+out=$(policy_run npm.yaml 'curl -s -o /dev/null -w "%{http_code}" https://registry.npmjs.org/left-pad')
+check "npm-readonly: a package document is read through ($out, from the world's origin)" \
+	grep -q "^GET /left-pad host=registry.npmjs.org" "$T/origin.log"
+out=$(policy_run npm.yaml 'curl -s -o /dev/null -w "%{http_code}" -X PUT --data x https://registry.npmjs.org/left-pad')
+check "npm-readonly: PUT (publish) is refused: $out" [ "$out" = 403 ]
+
+# PyPI: pip reads the index on pypi.org; an upload is a POST elsewhere.
+out=$(policy_run pypi.yaml 'pip download --no-deps --no-cache-dir -q -d dl --index-url https://pypi.org/simple/ slt-recipes-nothing 2>&1; echo rc=$?')
+check "pypi-readonly: pip asks the index on pypi.org ($(tail -n 1 <<<"$out"))" \
+	grep -q "^GET /simple/slt-recipes-nothing/ host=pypi.org" "$T/origin.log"
+out=$(policy_run pypi.yaml 'curl -s -o /dev/null -w "%{http_connect}" -F content=@package.json https://upload.pypi.org/legacy/')
+check "pypi-readonly: an upload (POST upload.pypi.org/legacy/) is refused: CONNECT answered $out" [ "$out" = 403 ]
+out=$(policy_run pypi.yaml 'curl -s -o /dev/null -w "%{http_code}" -X POST --data x https://pypi.org/legacy/')
+check "pypi-readonly: a POST to pypi.org is refused: $out" [ "$out" = 403 ]
+check "... neither reached the origin" sh -c "! grep -q '^POST /legacy/' '$T/origin.log'"
+check "the canary saw nothing" [ "$(world_canary_count)" = "$canary0" ]
+now=$(host_state)
+check "nothing left on the host: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" [ "$now" = "$host0" ]
 
 echo "# passed $passed, failed $failed"
 [ $failed = 0 ]
