@@ -71,7 +71,11 @@ apt_install() {
 command -v npm >/dev/null || apt_install npm
 node_dir=$(cd "$(dirname "$0")/.." && pwd)/tests/integration/node
 stamp=$node_dir/node_modules/.package-lock.json # npm writes it at every install
-if [ ! -e "$stamp" ] || [ "$node_dir/package-lock.json" -nt "$stamp" ] ||
+if [ -L "$node_dir/node_modules" ]; then
+	# A link to another checkout's (a git worktree's, say): npm ci would
+	# empty that one through the link. Its owner keeps it up to date.
+	echo "setup: $node_dir/node_modules is a link: not touched"
+elif [ ! -e "$stamp" ] || [ "$node_dir/package-lock.json" -nt "$stamp" ] ||
 	[ "$node_dir/package.json" -nt "$stamp" ]; then
 	echo "setup: npm ci in tests/integration/node"
 	if (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
