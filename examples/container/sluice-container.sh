@@ -8,7 +8,7 @@
 # sluice, which takes everything it added with it. As root.
 #
 #   sluice-container.sh --policy FILE [--audit FILE] [--name NAME]
-#                       [--sluice-arg ARG]... -- IMAGE [CMD [ARG...]]
+#                       [--sluice-arg ARG]... [--run-arg ARG]... -- IMAGE [CMD [ARG...]]
 #
 #   SLUICE_RUNTIME=docker (default) | podman | unshare
 #       unshare: no container runtime, the same flow with a stand-in: a
@@ -21,7 +21,9 @@
 #   SLUICE_ATTACH_TIMEOUT=SECONDS   how long to wait for the fence (default 15)
 #
 # --sluice-arg passes one more argument to sluice attach (--ca-dir DIR,
-# --resolver ADDR, --upstream-ca FILE). The exit status is the container's
+# --resolver ADDR, --upstream-ca FILE); --run-arg one more to `docker run`
+# (-v SRC:DST, -e NAME, --read-only, --user; not --network, --privileged or
+# --cap-add NET_ADMIN: the script refuses those, and attach would too). The exit status is the container's
 # (125 when the container or the fence could not be set up, as `docker run`
 # does for its own failures).
 #
@@ -39,10 +41,11 @@ sluice=${SLUICE:-sluice}
 attach_timeout=${SLUICE_ATTACH_TIMEOUT:-15}
 policy= audit= name=sluice-agent-$$
 sluice_args=()
+run_args=()
 
 usage() {
 	echo "usage: sluice-container.sh --policy FILE [--audit FILE] [--name NAME]" \
-		"[--sluice-arg ARG]... -- IMAGE [CMD [ARG...]]" >&2
+		"[--sluice-arg ARG]... [--run-arg ARG]... -- IMAGE [CMD [ARG...]]" >&2
 	exit 125
 }
 die() {
@@ -56,11 +59,22 @@ while [ $# -gt 0 ]; do
 	--audit) [ $# -ge 2 ] || usage; audit=$2; shift 2 ;;
 	--name) [ $# -ge 2 ] || usage; name=$2; shift 2 ;;
 	--sluice-arg) [ $# -ge 2 ] || usage; sluice_args+=("$2"); shift 2 ;;
+	--run-arg)
+		[ $# -ge 2 ] || usage
+		case $2 in
+		--net* | --network* | --privileged* | --cap-add* | --pid* | --userns*)
+			die "--run-arg $2: the container must keep its own network namespace, without NET_ADMIN"
+			;;
+		esac
+		run_args+=("$2")
+		shift 2
+		;;
 	--) shift; break ;;
 	*) echo "sluice-container: unknown option '$1'" >&2; usage ;;
 	esac
 done
 [ -n "$policy" ] || die "--policy is required"
+[ "$runtime" != unshare ] || [ ${#run_args[@]} = 0 ] || die "--run-arg is for docker and podman"
 [ $# -ge 1 ] || die "no IMAGE given (after --)"
 image=$1
 shift
@@ -79,7 +93,7 @@ runtime_start() {
 		# sluice has attached; no NET_ADMIN (the default), which attach
 		# would refuse: the container could delete the fence.
 		"$runtime" run -d --name "$name" --network none --cap-drop NET_ADMIN \
-			"$image" "$@" >/dev/null || die "$runtime run failed"
+			"${run_args[@]}" "$image" "$@" >/dev/null || die "$runtime run failed"
 		;;
 	unshare)
 		command -v bwrap >/dev/null || die "SLUICE_RUNTIME=unshare needs bwrap (bubblewrap)"

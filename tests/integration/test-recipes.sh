@@ -419,6 +419,10 @@ check "... and the container was stopped ($left)" [ -z "$left" ]
 out=$(SLUICE="$SLUICE" SLUICE_RUNTIME=lxc "$script" --policy "$T/container.yaml" -- img 2>&1)
 rc=$?
 check "an unknown runtime is refused (exit $rc: $out)" sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'docker, podman or unshare'"
+out=$(SLUICE="$SLUICE" SLUICE_RUNTIME=docker "$script" --policy "$T/container.yaml" --run-arg --network=host -- img 2>&1)
+rc=$?
+check "--run-arg --network=host is refused before anything starts (exit $rc: $out)" \
+	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'own network namespace'"
 
 # =====================================================================
 # 3. The policies people copy, with real clients
