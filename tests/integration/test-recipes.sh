@@ -335,6 +335,22 @@ now=$(host_state)
 check "... nor a cgroup of its sluice ($(cgroups_of "$spid"))" [ -z "$(cgroups_of "$spid")" ]
 check "... nor a link or an nft table: $(diff <(echo "$host0") <(echo "$now") | tr '\n' ' ')" [ "$now" = "$host0" ]
 
+# Why KillMode=mixed: the default (control-group) sends SIGTERM to every
+# process of the unit at once, the gateway too, and sluice ends the agent
+# as for a dead gateway.
+rm -f "$T/work/ready" "$T/work/got-term"
+world_host_bg env "${unit_env[@]}" unshare -m --propagation private "$T/emulate.sh" "$T" "$SLUICE" \
+	"$bset" "$exec_start" serve >/dev/null 2>"$T/serve2.err"
+spid=$!
+extra_pids+=("$spid")
+for _ in $(seq 150); do [ -e "$T/work/ready" ] && break; sleep 0.1; done
+gw=$(ps -e -o pid=,ppid=,comm= | awk -v p="$spid" '$2 == p && $3 ~ /gateway/ { print $1 }')
+kill -TERM "$spid" $gw
+wait "$spid"
+rc=$?
+check "with SIGTERM to the gateway too (KillMode=control-group), sluice exits 125 instead (exit $rc, gateway ${gw:-none}: $(tail -n 1 "$T/serve2.err"))" \
+	sh -c "[ $rc = 125 ] && [ -n '$gw' ]"
+
 # =====================================================================
 # 2. The container recipe, SLUICE_RUNTIME=unshare
 # =====================================================================
