@@ -63,7 +63,7 @@
 
 struct attach {
 	const char *pid_arg, *netns, *policy_path, *audit, *resolver, *pool;
-	const char *upstream_ca, *ca_dir;
+	const char *upstream_ca, *ca_dir, *metrics;
 	struct sl_tls_setup tls; /* secrets and the CA the container must trust */
 	pid_t pid;
 	int pidfd;    /* -1: not watching the process (--netns, or no pidfd) */
@@ -86,7 +86,7 @@ static void attach_usage(FILE *f)
 {
 	fputs("usage: sluice attach (--pid PID | --netns PATH) --policy FILE [--audit FILE|-]\n"
 	      "                     [--resolver ADDR[:PORT]] [--pool CIDR]\n"
-	      "                     [--ca-dir DIR] [--upstream-ca FILE]\n"
+	      "                     [--ca-dir DIR] [--upstream-ca FILE] [--metrics ADDR:PORT]\n"
 	      "\n"
 	      "Fence an existing network namespace (a container's: that of process PID, or the\n"
 	      "namespace file PATH) so that it can reach only sluice's gateway, which enforces\n"
@@ -102,6 +102,8 @@ static void attach_usage(FILE *f)
 	      "container must trust sluice's CA (printed at start; --ca-dir DIR keeps one across\n"
 	      "runs, so that it can be built into the image). --upstream-ca FILE verifies\n"
 	      "origins against FILE instead of the system's trust store.\n"
+	      "--metrics ADDR:PORT serves Prometheus metrics on the host's ADDR:PORT (not a\n"
+	      "wildcard, which would include the container's side; docs/metrics.md).\n"
 	      "Exits 0 after a clean detach, 1 for an invalid policy, 2 for a bad command line\n"
 	      "or target, 4 when the system refused.\n",
 	      f);
@@ -109,7 +111,7 @@ static void attach_usage(FILE *f)
 
 static int parse_args(struct attach *a, int argc, char **argv)
 {
-	enum { O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL, O_UPCA, O_CADIR };
+	enum { O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL, O_UPCA, O_CADIR, O_METRICS };
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, O_PID},
 	    {"netns", required_argument, NULL, O_NETNS},
@@ -119,10 +121,12 @@ static int parse_args(struct attach *a, int argc, char **argv)
 	    {"pool", required_argument, NULL, O_POOL},
 	    {"upstream-ca", required_argument, NULL, O_UPCA},
 	    {"ca-dir", required_argument, NULL, O_CADIR},
+	    {"metrics", required_argument, NULL, O_METRICS},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	const char **slot;
+	char err[256];
 	int c;
 
 	optind = 1;
@@ -153,6 +157,9 @@ static int parse_args(struct attach *a, int argc, char **argv)
 		case O_CADIR:
 			slot = &a->ca_dir;
 			break;
+		case O_METRICS:
+			slot = &a->metrics;
+			break;
 		case 'h':
 			attach_usage(stdout);
 			return 1;
@@ -181,6 +188,10 @@ static int parse_args(struct attach *a, int argc, char **argv)
 	}
 	if (!a->policy_path) {
 		fprintf(stderr, PROG ": --policy is required\n");
+		return -EINVAL;
+	}
+	if (a->metrics && sl_gw_metrics_addr_check(a->metrics, true, err, sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
 		return -EINVAL;
 	}
 	if (a->pool && sl_netns_pool_parse(a->pool, &(struct sl_netns_pool){0}) < 0) {
@@ -394,6 +405,7 @@ static int setup(struct attach *a, char *err, size_t errlen)
 	}
 	a->serve.tls = &a->tls;
 	a->serve.upstream_ca = a->upstream_ca;
+	a->serve.metrics = a->metrics;
 	/* The gateway's process is forked before the link watcher's thread
 	 * exists: nothing another thread holds is half-taken in it. The veth
 	 * is still down: nothing reaches either yet. */

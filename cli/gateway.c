@@ -2,6 +2,7 @@
 /*
  * sluice gateway --policy FILE --listen ADDR:PORT [--audit FILE|-]
  *                [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]
+ *                [--metrics ADDR:PORT]
  *                [--ca-dir DIR] [--upstream-ca FILE] [--gateway-user USER|UID]
  *                [limits...]
  *
@@ -71,7 +72,7 @@ struct gw_cli {
 	uv_poll_t hup_poll;
 	bool hup_polling;
 	/* The options the setup reads. */
-	const char *listen, *audit_path, *resolver, *dns, *ca_dir, *upstream_ca;
+	const char *listen, *audit_path, *resolver, *dns, *ca_dir, *upstream_ca, *metrics;
 	const char *gateway_user;
 	/* Who the gateway becomes (confine.h), and the uid's lock when it
 	 * was allocated (-1 otherwise). */
@@ -91,12 +92,15 @@ static void gateway_usage(FILE *f)
 	      "                      [--connect-timeout MS] [--idle-timeout MS]\n"
 	      "                      [--header-timeout MS] [--max-header-bytes N]\n"
 	      "                      [--max-connections N] [--ca-dir DIR] [--upstream-ca FILE]\n"
-	      "                      [--gateway-user USER|UID]\n"
+	      "                      [--gateway-user USER|UID] [--metrics ADDR:PORT]\n"
 	      "\n"
 	      "Hosts whose rules name methods, paths or a credential are inspected: give\n"
 	      "--ca-dir DIR, where sluice keeps its CA (ca.key, mode 0600; ca.crt and\n"
 	      "ca-bundle.crt for clients to trust). --upstream-ca FILE verifies origins\n"
 	      "against FILE instead of the system's trust store.\n"
+	      "\n"
+	      "--metrics ADDR:PORT serves Prometheus metrics (GET /metrics) there: an address\n"
+	      "only the operator's scraper can reach, not one the agents can (docs/metrics.md).\n"
 	      "\n"
 	      "Before serving, the gateway confines itself: started as root, it runs as a\n"
 	      "uid of its own (allocated, or --gateway-user USER|UID), chrooted into an\n"
@@ -400,6 +404,8 @@ static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 				"seccomp allowlist\n",
 			(unsigned)uid);
 	fprintf(stderr, "sluice gateway: proxy on %s, policy %s\n", g->listen, g->policy_path);
+	if (g->metrics)
+		fprintf(stderr, "sluice gateway: metrics on http://%s/metrics\n", g->metrics);
 	if (g->tls.ca)
 		fprintf(stderr, "sluice gateway: inspecting TLS with the CA in %s (clients trust %s)\n",
 			g->ca_dir, g->tls.bundle);
@@ -474,6 +480,8 @@ static int setup_and_serve(struct gw_cli *g, struct sl_gw_config *cfg, uv_loop_t
 		r = sl_gw_listen_proxy(g->gw, g->listen, err, sizeof(err));
 	if (r >= 0 && g->dns)
 		r = sl_gw_listen_dns(g->gw, g->dns, err, sizeof(err));
+	if (r >= 0 && g->metrics)
+		r = sl_gw_listen_metrics(g->gw, g->metrics, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "sluice gateway: %s\n", err);
 		stop_after_setup(g, loop);
@@ -517,7 +525,8 @@ int sl_cmd_gateway(int argc, char **argv)
 		O_MC,
 		O_DNS,
 		O_CA_DIR,
-		O_GW_USER
+		O_GW_USER,
+		O_METRICS
 	};
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
@@ -534,6 +543,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, O_HT },
 		{ "max-header-bytes", required_argument, NULL, O_MHB },
 		{ "max-connections", required_argument, NULL, O_MC },
+		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -593,6 +603,13 @@ int sl_cmd_gateway(int argc, char **argv)
 			break;
 		case O_GW_USER:
 			g.gateway_user = optarg;
+			break;
+		case O_METRICS:
+			if (sl_gw_metrics_addr_check(optarg, false, err, sizeof(err)) < 0) {
+				fprintf(stderr, "sluice gateway: %s\n", err);
+				return SL_EXIT_USAGE;
+			}
+			g.metrics = optarg;
 			break;
 		case O_CT:
 		case O_IT:

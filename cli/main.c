@@ -19,6 +19,7 @@ static void usage(FILE *f)
 	      "commands (every flag; `sluice COMMAND --help` says what each does):\n"
 	      "  attach (--pid PID | --netns PATH) --policy FILE [--audit FILE|-]\n"
 	      "         [--resolver ADDR[:PORT]] [--pool CIDR] [--ca-dir DIR] [--upstream-ca FILE]\n"
+	      "         [--metrics ADDR:PORT]\n"
 	      "                 fence an existing namespace (a container's) behind the gateway\n"
 	      "  check FILE [--decide HOST[:PORT] [METHOD PATH]]\n"
 	      "                 validate a policy; with --decide, show how it decides a request\n"
@@ -26,7 +27,7 @@ static void usage(FILE *f)
 	      "          [--resolver ADDR[:PORT]] [--sandbox NAME] [--connect-timeout MS]\n"
 	      "          [--idle-timeout MS] [--header-timeout MS] [--max-header-bytes N]\n"
 	      "          [--max-connections N] [--ca-dir DIR] [--upstream-ca FILE]\n"
-	      "          [--gateway-user USER|UID]\n"
+	      "          [--gateway-user USER|UID] [--metrics ADDR:PORT]\n"
 	      "                 serve an explicit proxy that enforces the policy\n"
 	      "  guard --uid UID --gateway ADDR:PORT | --uid UID --remove\n"
 	      "        | --check --uid UID [--gateway ADDR:PORT]\n"
@@ -38,7 +39,7 @@ static void usage(FILE *f)
 	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
 	      "      [--pool CIDR] [--audit FILE] [--rw PATH]... [--ro PATH]... [--trust FILE]...\n"
 	      "      [--env NAME[=VALUE]]... [--resolver ADDR[:PORT]] [--upstream-ca FILE]\n"
-	      "      -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
+	      "      [--metrics ADDR:PORT] -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
 	      "\n"
 	      "  sluice --help | --version\n",
 	      f);

@@ -182,7 +182,8 @@ static void run_usage(FILE *f)
 	fputs("usage: sluice run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N]\n"
 	      "                  [--cpu PERCENT] [--pool CIDR] [--audit FILE] [--rw PATH]...\n"
 	      "                  [--ro PATH]... [--trust FILE]... [--env NAME[=VALUE]]...\n"
-	      "                  [--resolver ADDR[:PORT]] [--upstream-ca FILE] -- CMD [ARG...]\n"
+	      "                  [--resolver ADDR[:PORT]] [--upstream-ca FILE]\n"
+	      "                  [--metrics ADDR:PORT] -- CMD [ARG...]\n"
 	      "\n"
 	      "Run CMD in a sandbox whose only way out is sluice's gateway. Without --policy every\n"
 	      "egress is denied.\n"
@@ -204,6 +205,8 @@ static void run_usage(FILE *f)
 	      "  --audit FILE      one JSON line per decision (not '-': the command shares stdout)\n"
 	      "  --resolver ADDR[:PORT]  the DNS server the gateway asks (default: resolv.conf)\n"
 	      "  --upstream-ca FILE  verify inspected origins against FILE, not the system store\n"
+	      "  --metrics ADDR:PORT  serve Prometheus metrics on the host's ADDR:PORT (never the\n"
+	      "                    sandbox's side: not a wildcard; docs/metrics.md)\n"
 	      "\n"
 	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice itself\n"
 	      "failed (bad flags, an invalid policy, not root, setup, the audit log or the\n"
@@ -492,6 +495,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	 * builds the command's view; the command waits for both. */
 	r->serve.tls = &r->tls;
 	r->serve.upstream_ca = r->args.upstream_ca;
+	r->serve.metrics = r->args.metrics;
 	r->serve.sandbox_writable = r->writable;
 	ret = sl_serve_gateway_fork(&r->serve, r->sandbox, &r->policy, r->args.audit,
 				    r->args.resolver, err, sizeof(err));
@@ -795,7 +799,8 @@ int sl_cmd_run(int argc, char **argv)
 		run_usage(stdout);
 		return SL_EXIT_OK;
 	}
-	if (canonical_binds(&r, err, sizeof(err)) < 0 || check_audit_path(&r, err, sizeof(err)) < 0) {
+	if (canonical_binds(&r, err, sizeof(err)) < 0 || check_audit_path(&r, err, sizeof(err)) < 0 ||
+	    (r.args.metrics && sl_gw_metrics_addr_check(r.args.metrics, true, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
 		return RUN_EXIT_SETUP;

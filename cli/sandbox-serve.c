@@ -284,6 +284,7 @@ int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 				   .resolver = resolver,
 				   .tls = t->tls,
 				   .upstream_ca = t->upstream_ca,
+				   .listen_metrics = t->metrics,
 				   .empty_dir = SL_GW_ROOT};
 	struct inside in = {
 	    .capture_fd = -1, .blocked = audit != NULL, .err = err, .errlen = errlen};

@@ -36,6 +36,8 @@ struct sl_serve {
 	 * and the CA file origins are verified against (NULL: the system's). */
 	struct sl_tls_setup *tls;
 	const char *upstream_ca;
+	/* --metrics ADDR:PORT, served by the gateway on the host (NULL: not). */
+	const char *metrics;
 	/* The paths the sandbox can write (`run --rw`; NULL-terminated, or
 	 * NULL): a reload refuses a policy under one of them. Borrowed. */
 	const char *const *sandbox_writable;

@@ -437,6 +437,8 @@ static void setup(struct gw_proc *g, struct sl_serve_child *c)
 	if (sl_gw_listen_proxy(g->gw, c->listen_proxy, err, sizeof(err)) < 0 ||
 	    sl_gw_listen_dns(g->gw, c->listen_dns, err, sizeof(err)) < 0 ||
 	    sl_gw_listen_capture_fd(g->gw, c->capture_fd, err, sizeof(err)) < 0 ||
+	    (c->listen_metrics &&
+	     sl_gw_listen_metrics(g->gw, c->listen_metrics, err, sizeof(err)) < 0) ||
 	    blocked_start(g, err, sizeof(err)) < 0)
 		fail(g, err);
 	uv_poll_init(&g->loop, &g->commands_poll, g->commands);

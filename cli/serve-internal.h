@@ -71,6 +71,7 @@ struct sl_serve_child {
 	const char *resolver;
 	const char *policy_path; /* what a reloaded policy's messages call it */
 	char listen_proxy[32], listen_dns[32];
+	const char *listen_metrics; /* NULL: no --metrics */
 	struct sl_tls_setup *tls;
 	const char *upstream_ca;
 	uid_t uid;

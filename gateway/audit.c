@@ -27,6 +27,9 @@ struct sl_audit {
 	/* sl_audit_batch(): lines kept here until sl_audit_flush(). */
 	char *batch;
 	size_t batch_len;
+	/* Told of every record the log takes (the metrics: metrics.h). */
+	void (*observer)(void *data, const struct sl_audit_record *r);
+	void *observer_data;
 };
 
 /* A batch is written before it would grow past this: a few hundred
@@ -407,13 +410,27 @@ int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r)
 	n = sl_audit_format(r, line, sizeof(line));
 	if (n < 0)
 		return n;
-	if (!a->batch)
-		return write_lines(a, line, (size_t)n);
+	if (!a->batch) {
+		int w = write_lines(a, line, (size_t)n);
+
+		if (w == 0 && a->observer)
+			a->observer(a->observer_data, r);
+		return w;
+	}
 	if (a->batch_len + (size_t)n > BATCH_MAX && sl_audit_flush(a) < 0)
 		return a->err;
 	memcpy(a->batch + a->batch_len, line, (size_t)n);
 	a->batch_len += (size_t)n;
+	if (a->observer)
+		a->observer(a->observer_data, r);
 	return 0;
+}
+
+void sl_audit_set_observer(struct sl_audit *a,
+			   void (*fn)(void *data, const struct sl_audit_record *r), void *data)
+{
+	a->observer = fn;
+	a->observer_data = data;
 }
 
 int sl_audit_error(const struct sl_audit *a)

@@ -64,6 +64,11 @@ void sl_audit_reopen_fd(struct sl_audit *a, int fd);
  * by the next sl_audit_flush() (or sooner, when the batch is full); its
  * error shows from then on. */
 int sl_audit_write(struct sl_audit *a, const struct sl_audit_record *r);
+/* fn is told of every record the log takes, as sl_audit_write() takes it
+ * (written, or kept in the batch): the one place every record passes, so
+ * that counters fed from here agree with the log (metrics.h). NULL: none. */
+void sl_audit_set_observer(struct sl_audit *a,
+			   void (*fn)(void *data, const struct sl_audit_record *r), void *data);
 /* Keep lines and write them together, one write(2) per batch: the
  * gateway flushes once per turn of its loop, before it waits for more. */
 int sl_audit_batch(struct sl_audit *a);

@@ -87,6 +87,10 @@ struct sl_gw {
 	 * before it waits again (sl_audit_batch). */
 	uv_prepare_t audit_flush;
 	bool audit_flush_open;
+	/* metrics-serve.c: the counters (fed by the audit log's observer)
+	 * and the --metrics listener with its scrapers (NULL: none). */
+	struct sl_metrics *metrics;
+	struct sl_gw_metrics_srv *metrics_srv;
 };
 
 /* gw-core.c: what every part of the gateway shares, calling none of them. */
@@ -129,6 +133,14 @@ void sl_gw_budget_free(struct sl_gw *gw);
 void sl_gw_tls_flush_pool(struct sl_gw *gw);
 bool sl_gw_tls_busy(const struct sl_gw *gw);
 void sl_gw_tls_free(struct sl_gw *gw);
+
+/* metrics-serve.c: the counters, made with the gateway (registered as
+ * the audit log's observer); at shutdown, close the listener and its
+ * scrapers; whether any is still open; free it all once none is. */
+int sl_gw_metrics_init(struct sl_gw *gw);
+void sl_gw_metrics_close(struct sl_gw *gw);
+bool sl_gw_metrics_open(const struct sl_gw *gw);
+void sl_gw_metrics_free(struct sl_gw *gw);
 
 /* May this peer be served (cfg.allowed_peer)? An IPv4-mapped IPv6 peer
  * is compared as the IPv4 address it is. */

@@ -183,6 +183,8 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 	if (r >= 0)
 		r = sl_gw_local_load(gw);
 	if (r >= 0)
+		r = sl_gw_metrics_init(gw);
+	if (r >= 0)
 		r = sl_gw_budget_init(gw);
 	if (r >= 0) {
 		r = local_watch_start(gw);
@@ -193,6 +195,7 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 		}
 	}
 	if (r < 0) {
+		sl_gw_metrics_free(gw);
 		free(gw->local);
 		sl_gw_policy_unref(gw->policy);
 		sl_closep(&gw->nl_fd);
@@ -299,7 +302,7 @@ static void gw_maybe_free(struct sl_gw *gw)
 {
 	if (!gw->shutting_down || gw->proxy_open || gw->capture_open || gw->nl_open || gw->conns ||
 	    sl_gw_dns_open(gw) || sl_gw_tls_busy(gw) || gw->fail_timer_open || conn_pool_busy(gw) ||
-	    gw->audit_flush_open)
+	    gw->audit_flush_open || sl_gw_metrics_open(gw))
 		return;
 	/* What the last window kept out of the log is said at the end. */
 	if (gw->refused_suppressed && gw->audit)
@@ -309,6 +312,7 @@ static void gw_maybe_free(struct sl_gw *gw)
 	sl_gw_tls_free(gw);
 	sl_gw_budget_free(gw);
 	sl_gw_splice_free(gw);
+	sl_gw_metrics_free(gw);
 	sl_gw_policy_unref(gw->policy);
 	sl_closep(&gw->rt_fd);
 	free(gw->local);
@@ -331,6 +335,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 	sl_gw_tls_flush_pool(gw);
 	conn_pool_close(gw);
 	sl_gw_dns_close(gw);
+	sl_gw_metrics_close(gw);
 	if (gw->capture_open && !uv_is_closing((uv_handle_t *)&gw->capture))
 		uv_close((uv_handle_t *)&gw->capture, proxy_closed);
 	if (gw->proxy_open && !uv_is_closing((uv_handle_t *)&gw->proxy))

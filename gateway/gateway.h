@@ -96,6 +96,25 @@ int sl_gw_listen_dns(struct sl_gw *gw, const char *addr_port, char *err, size_t 
 int sl_gw_dns_name_for(const struct sl_gw *gw, const struct sockaddr *addr, char *name,
 		       size_t size);
 
+/*
+ * Serve the gateway's counters as Prometheus text on "ADDR:PORT"
+ * (metrics-serve.c, docs/metrics.md): GET /metrics only. Refused with
+ * -EINVAL (err naming --metrics) for an address a sandbox could reach:
+ * one in cfg.owned, cfg.allowed_peer itself, and, when either is set (a
+ * sandbox's gateway), a wildcard (0.0.0.0, ::). Call it before confining.
+ */
+int sl_gw_listen_metrics(struct sl_gw *gw, const char *addr_port, char *err, size_t errlen);
+
+/* The same checks before there is a gateway, for a flag's early error:
+ * ADDR:PORT, and no wildcard when sandboxed. 0 or -EINVAL. */
+int sl_gw_metrics_addr_check(const char *addr_port, bool sandboxed, char *err, size_t errlen);
+
+/* The gateway's counters (metrics.h), whether served or not: for a
+ * control socket's `ps` (sl_metrics_requests), its own rendering, and
+ * approval holds (sl_metrics_approval_wait). Lives as long as gw. */
+struct sl_metrics;
+struct sl_metrics *sl_gw_metrics(struct sl_gw *gw);
+
 struct sl_ca;
 struct sl_secret_value;
 

@@ -150,6 +150,7 @@ enum opt {
 	OPT_RO,
 	OPT_TRUST,
 	OPT_ENV,
+	OPT_METRICS,
 	_OPT_MAX,
 };
 
@@ -161,6 +162,7 @@ static const char *const opt_names[_OPT_MAX] = {
     [OPT_POOL] = "--pool",	   [OPT_RW] = "--rw",
     [OPT_RO] = "--ro",		   [OPT_TRUST] = "--trust",
     [OPT_ENV] = "--env",
+    [OPT_METRICS] = "--metrics",
 };
 
 
@@ -201,6 +203,9 @@ static int set_opt(struct sl_netns_run_args *a, enum opt o, const char *v, char 
 		break;
 	case OPT_UPSTREAM_CA:
 		slot = &a->upstream_ca;
+		break;
+	case OPT_METRICS:
+		slot = &a->metrics;
 		break;
 	case OPT_POOL:
 		if (sl_netns_pool_parse(v, &(struct sl_netns_pool){0}) < 0)

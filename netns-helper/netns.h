@@ -83,6 +83,7 @@ struct sl_netns_run_args {
 	const char *resolver;	 /* caller must refuse until the gateway     */
 	const char *upstream_ca; /* exists                                   */
 	const char *pool;	 /* NULL: SL_NETNS_DEFAULT_POOL */
+	const char *metrics;	 /* --metrics ADDR:PORT (NULL: none) */
 	struct sl_netns_limits limits;
 	/* --rw and --ro as given (not yet canonical), in order. */
 	struct sl_netns_bind binds[SL_NETNS_MAX_BINDS];
