@@ -24,6 +24,7 @@ test_pkgs=(
 	curl dnsmasq-base openssl ca-certificates bind9-dnsutils nodejs
 	bsdutils systemd # script(1) gives a test a terminal; systemd-analyze checks the units
 	man-db groff-base git # man -l renders the man page; git clones through the recipes
+	python3-prometheus-client # test-metrics.sh parses the scrape with Prometheus' own parser
 )
 
 pkgs=("${build_pkgs[@]}")
