@@ -469,13 +469,19 @@ static bool head_complete(const char *buf, size_t len)
 
 enum sl_metrics_req sl_metrics_parse_request(const char *buf, size_t len)
 {
-	const char *nl = find_nl(buf, len), *sp1, *sp2, *line_end;
+	const char *nl, *sp1, *sp2, *line_end, *target;
+	/* Only the first SL_METRICS_REQ_MAX bytes count: a head not done
+	 * by then is bad, whatever follows. */
+	enum sl_metrics_req more = len >= SL_METRICS_REQ_MAX ? SL_METRICS_REQ_BAD
+							     : SL_METRICS_REQ_MORE;
 	size_t mlen, tlen, path_len;
-	const char *target;
 	bool get, head;
 
+	if (len > SL_METRICS_REQ_MAX)
+		len = SL_METRICS_REQ_MAX;
+	nl = find_nl(buf, len);
 	if (!nl)
-		return len > SL_METRICS_REQ_MAX ? SL_METRICS_REQ_BAD : SL_METRICS_REQ_MORE;
+		return more;
 	line_end = nl > buf && nl[-1] == '\r' ? nl - 1 : nl;
 	sp1 = memchr(buf, ' ', (size_t)(line_end - buf));
 	if (!sp1)
@@ -498,7 +504,7 @@ enum sl_metrics_req sl_metrics_parse_request(const char *buf, size_t len)
 	    (memcmp(sp2, " HTTP/1.1", 9) && memcmp(sp2, " HTTP/1.0", 9)))
 		return SL_METRICS_REQ_BAD;
 	if (!head_complete(nl + 1, (size_t)(buf + len - (nl + 1))))
-		return len >= SL_METRICS_REQ_MAX ? SL_METRICS_REQ_BAD : SL_METRICS_REQ_MORE;
+		return more;
 	get = mlen == 3 && !memcmp(buf, "GET", 3);
 	head = mlen == 4 && !memcmp(buf, "HEAD", 4);
 	if (!get && !head)
