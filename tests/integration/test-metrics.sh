@@ -264,6 +264,12 @@ checker "run" "$T/r1" "$T/audit-run.log"
 check_lacks "the sandbox got no metrics, whichever way it tried" "sluice_" "$(cat "$T/w/tries.txt")"
 check "the canary listener on the host saw nothing from the sandbox" "" \
 	"$(cat "$T/canary.log" 2>/dev/null)"
+world_host "$PY" -c 'import socket; socket.create_connection(("127.0.0.1", 9467), 5).close()'
+if wait_grep "$T/canary.log" "accept"; then
+	ok "... and it does log what reaches it (from the host itself)"
+else
+	notok "the canary listener logs nothing even from the host: it proves nothing"
+fi
 scrape "http://$H:9465/metrics" "$T/r2"
 check "the metrics server was reached only by the test's $n_scrapes scrapes" "$n_scrapes 0" \
 	"$(metric "$T/r2" 'sluice_metrics_scrapes_total{code="200"}') $(awk \
@@ -284,6 +290,10 @@ check "run refuses a --metrics in its own pool (125)" 125 "$?"
 check_has "... naming the flag" "--metrics '10.231.0.1:9465': is in sluice's own address pool" "$out"
 out=$(world_host "$SLUICE" run --metrics 127.0.0.1 -- true 2>&1)
 check_has "run: a --metrics without a port is refused" "--metrics '127.0.0.1'" "$out"
+
+out=$(world_host "$SLUICE" attach --pid 1 --policy "$T/policy.yaml" --metrics 0.0.0.0:9465 2>&1)
+check "attach refuses a wildcard --metrics (2, before it touches anything)" 2 "$?"
+check_has "... naming the flag" "--metrics '0.0.0.0:9465': is a wildcard" "$out"
 
 kill "$canary_pid" 2>/dev/null
 check "the canary in the internet saw nothing" "0" "$(world_canary_count)"
