@@ -647,6 +647,10 @@ int sl_cmd_gateway(int argc, char **argv)
 		fprintf(stderr, "sluice gateway: unexpected argument '%s'\n", argv[optind]);
 		return SL_EXIT_USAGE;
 	}
+	/* The counters are the records counted (metrics.h): with --metrics
+	 * and no log, the records are made, and thrown away. */
+	if (!g.audit_path && g.metrics)
+		g.audit_path = "/dev/null";
 	if (!g.policy_path || !g.listen) {
 		fprintf(stderr, "sluice gateway: --policy and --listen are required\n");
 		gateway_usage(stderr);

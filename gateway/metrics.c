@@ -116,7 +116,8 @@ static size_t lookup(const char *const *names, size_t n, const char *s, size_t o
 }
 
 /* A label value sluice itself wrote: [a-z0-9-] (secrets' names also
- * [A-Za-z_]), 1 to SL_METRICS_LABEL_MAX bytes, up to the first ':'. */
+ * [A-Z_.], as the policy allows them), 1 to SL_METRICS_LABEL_MAX bytes,
+ * up to the first ':'. */
 static size_t label_len(const char *s, bool secret)
 {
 	size_t n;
@@ -124,7 +125,7 @@ static size_t label_len(const char *s, bool secret)
 	for (n = 0; s[n] && s[n] != ':'; n++) {
 		char ch = s[n];
 		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-			  (secret && ((ch >= 'A' && ch <= 'Z') || ch == '_'));
+			  (secret && ((ch >= 'A' && ch <= 'Z') || ch == '_' || ch == '.'));
 
 		if (!ok || n >= SL_METRICS_LABEL_MAX)
 			return 0;

@@ -5,7 +5,7 @@
  *
  * Most counters are fed by the audit log's writer, one record at a time
  * (sl_metrics_audit_record, which sl_gw_new() registers as the log's
- * observer): every request, DNS query and blocked packet passes there
+ * observer: sl_audit_set_observer): every request, DNS query and blocked packet passes there
  * exactly once, so the counters and the log agree by construction. The
  * open connections are read from the gateway when a scrape renders them
  * (sl_metrics_set_gauges); the approval waits are fed by whoever holds a
@@ -14,7 +14,7 @@
  * Every label's values are a bounded set whatever the sandbox sends:
  * events, decisions and DNS answers are fixed enums; a reason is the
  * record's reason up to its first ':' (a name from sluice's own code),
- * kept only when it looks like one ([a-z0-9-], at most 40 bytes) and
+ * kept only when it looks like one ([a-z0-9-], at most 64 bytes) and
  * while fewer than SL_METRICS_MAX_REASONS are known, else "other"; a
  * secret's name comes from the operator's policy, at most
  * SL_METRICS_MAX_SECRETS of them (the rest "other"). No host, path,
@@ -28,8 +28,8 @@
 
 #include "audit.h"
 
-/* The fixed sets (labels). Adding a decision is one line in each of
- * SL_METRICS_DECISIONS and metrics.c's names. */
+/* The fixed sets (labels). Adding a decision is a line here, before
+ * SL_METRICS_DECISION_OTHER, and its name in metrics.c's decision_names. */
 enum sl_metrics_event {
 	SL_METRICS_EV_HTTP,
 	SL_METRICS_EV_CONNECT,
@@ -57,7 +57,7 @@ enum sl_metrics_approval {
 
 #define SL_METRICS_MAX_REASONS 48
 #define SL_METRICS_MAX_SECRETS 16
-#define SL_METRICS_LABEL_MAX 40
+#define SL_METRICS_LABEL_MAX 64 /* a secret's name, as the policy allows (loader.c) */
 
 struct sl_metrics;
 

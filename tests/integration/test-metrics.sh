@@ -207,6 +207,24 @@ wait "$gw_pid"
 check "the gateway stops cleanly with metrics served (no leak under ASan)" 0 "$?"
 world_forget "$gw_pid"
 
+# Without --audit the records are still made (and thrown away): counted.
+world_gateway_up "$T/gw3.log" 3129,9466 "$SLUICE" gateway --policy "$T/policy.yaml" \
+	--listen $H:3129 --resolver "$N:53" --metrics 127.0.0.1:9466 || exit 1
+gw_pid=$world_gw_pid
+world_host curl -s -m 10 -o /dev/null -x "http://$H:3129" http://plain.test/noaudit
+got=
+for _ in $(seq 40); do
+	scrape http://127.0.0.1:9466/metrics "$T/s3"
+	got=$(metric "$T/s3" 'sluice_requests_total{event="http",decision="allow",reason="allowed"}')
+	[ "$got" = 1 ] && break
+	sleep 0.1
+done
+check "without --audit, --metrics still counts the requests" 1 "$got"
+kill -TERM "$gw_pid"
+wait "$gw_pid"
+check "... and that gateway stops cleanly too" 0 "$?"
+world_forget "$gw_pid"
+
 # ---- sluice run ----
 mkdir -m 1777 "$T/w"
 world_bg "$WORLD_HOST" "$PY" "$here/lib/listener.py" "$T/canary.log" "0.0.0.0:9467"

@@ -238,6 +238,8 @@ static void test_bytes_dns_injections(void **state)
 	r = rec("http", "allow", "allowed");
 	r.credential = "bad\"name";
 	feed(m, r, 1);
+	r.credential = "Team_key.v2-64";
+	feed(m, r, 1);
 	t = render(m);
 	has(t, "sluice_bytes_total{direction=\"up\",event=\"http\"} 200");
 	has(t, "sluice_bytes_total{direction=\"down\",event=\"http\"} 4000");
@@ -248,6 +250,7 @@ static void test_bytes_dns_injections(void **state)
 	has(t, "sluice_dns_queries_total{answer=\"none\"} 1");
 	has(t, "sluice_credential_injections_total{secret=\"openai\"} 2");
 	has(t, "sluice_credential_injections_total{secret=\"other\"} 1");
+	has(t, "sluice_credential_injections_total{secret=\"Team_key.v2-64\"} 1");
 	free(t);
 	sl_metrics_free(m);
 }

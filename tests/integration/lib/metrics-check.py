@@ -77,7 +77,7 @@ def reason_label(r):
     if not reason:
         return "other"
     head = reason.split(":", 1)[0]
-    return head if re.fullmatch(r"[a-z0-9-]{1,40}", head) else "other"
+    return head if re.fullmatch(r"[a-z0-9-]{1,64}", head) else "other"
 
 
 def summary(r):
