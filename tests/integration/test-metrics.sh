@@ -298,6 +298,31 @@ touch "$T/w/go"
 wait "$run_pid"
 check "run exits with the command's status" 0 "$?"
 
+# Without --audit: still counted, blocked packets too.
+world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--metrics $H:9468 -- sh -c "curl -s -m 5 -o /dev/null http://plain.test/noaudit
+		$PY -c 'import socket
+try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"$WORLD_CANARY\", 9999))
+except OSError: pass'
+		touch $T/w/done2
+		for i in \$(seq 600); do [ -e $T/w/go2 ] && exit 0; sleep 0.1; done" >"$T/run2.log" 2>&1
+run_pid=$!
+world_kill_pids+=("$run_pid")
+wait_for_file "$T/w/done2" || wait_for_file "$T/w/done2"
+got=
+for _ in $(seq 60); do
+	scrape "http://$H:9468/metrics" "$T/r3"
+	got="$(metric "$T/r3" 'sluice_requests_total{event="http",decision="allow",reason="allowed"}') $(
+		metric "$T/r3" 'sluice_blocked_packets_total{audit="logged"}')"
+	[ "${got%% *}" = 1 ] && [ "${got#* }" != 0 ] && break
+	sleep 0.1
+done
+check "run without --audit: --metrics counts the request and the blocked packet" "1 yes" \
+	"${got%% *} $([ "${got#* }" -gt 0 ] 2>/dev/null && echo yes)"
+touch "$T/w/go2"
+wait "$run_pid"
+check "... and exits with the command's status" 0 "$?"
+
 out=$(world_host "$SLUICE" run --metrics 0.0.0.0:9465 -- true 2>&1)
 check "run refuses a wildcard --metrics (125)" 125 "$?"
 check_has "... naming the flag and why" "--metrics '0.0.0.0:9465': is a wildcard" "$out"
