@@ -294,6 +294,27 @@ check "the metrics server was reached only by the test's $n_scrapes scrapes" "$n
 		'/^sluice_metrics_scrapes_total/ && !/code="200"/ { s += $2 } END { print s + 0 }' "$T/r2")"
 check_has "its attempts through the proxy are audited as refused" '"host":"203.0.113.1","port":9465' \
 	"$(grep -F '"decision":"deny"' "$T/audit-run.log")"
+# Defence in depth behind the fences: a peer from sluice's own pool
+# (as a sandbox's packets would come) is closed unread, whatever address
+# of the host's it reached.
+world_host ip addr add 10.231.255.253/32 dev lo
+out=$(world_host "$PY" - "$H" <<'PY'
+import socket, sys
+s = socket.socket()
+s.bind(("10.231.255.253", 0))
+s.settimeout(5)
+s.connect((sys.argv[1], 9465))
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+try:
+    print("closed unread" if s.recv(100) == b"" else "answered")
+except OSError as e:
+    print("closed unread" if isinstance(e, ConnectionResetError) else "error %s" % e)
+PY
+)
+world_host ip addr del 10.231.255.253/32 dev lo
+check "a scraper from the sandboxes' pool is closed unread" "closed unread" "$out"
+scrape "http://$H:9465/metrics" "$T/r4"
+check "... and counted as refused" 1 "$(metric "$T/r4" 'sluice_metrics_scrapes_total{code="refused"}')"
 touch "$T/w/go"
 wait "$run_pid"
 check "run exits with the command's status" 0 "$?"
