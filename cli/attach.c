@@ -111,7 +111,10 @@ static void attach_usage(FILE *f)
 
 static int parse_args(struct attach *a, int argc, char **argv)
 {
-	enum { O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL, O_UPCA, O_CADIR, O_METRICS };
+	enum {
+		O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL, O_UPCA, O_CADIR,
+		O_METRICS
+	};
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, O_PID},
 	    {"netns", required_argument, NULL, O_NETNS},

@@ -39,7 +39,8 @@ static void usage(FILE *f)
 	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
 	      "      [--pool CIDR] [--audit FILE] [--rw PATH]... [--ro PATH]... [--trust FILE]...\n"
 	      "      [--env NAME[=VALUE]]... [--resolver ADDR[:PORT]] [--upstream-ca FILE]\n"
-	      "      [--metrics ADDR:PORT] -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
+	      "      [--metrics ADDR:PORT]\n"
+	      "      -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
 	      "\n"
 	      "  sluice --help | --version\n",
 	      f);

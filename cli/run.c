@@ -799,8 +799,10 @@ int sl_cmd_run(int argc, char **argv)
 		run_usage(stdout);
 		return SL_EXIT_OK;
 	}
-	if (canonical_binds(&r, err, sizeof(err)) < 0 || check_audit_path(&r, err, sizeof(err)) < 0 ||
-	    (r.args.metrics && sl_gw_metrics_addr_check(r.args.metrics, true, err, sizeof(err)) < 0)) {
+	if (canonical_binds(&r, err, sizeof(err)) < 0 ||
+	    check_audit_path(&r, err, sizeof(err)) < 0 ||
+	    (r.args.metrics &&
+	     sl_gw_metrics_addr_check(r.args.metrics, true, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
 		return RUN_EXIT_SETUP;

@@ -81,8 +81,10 @@ static void written(uv_write_t *w, int status)
 
 static void answer(struct scraper *s, int code, enum sl_metrics_req req)
 {
-	static const char *const reasons[] = {[200] = "OK",	      [400] = "Bad Request",
-					      [404] = "Not Found",     [405] = "Method Not Allowed",
+	static const char *const reasons[] = {[200] = "OK",
+					      [400] = "Bad Request",
+					      [404] = "Not Found",
+					      [405] = "Method Not Allowed",
 					      [408] = "Request Timeout"};
 	struct sl_metrics *m = s->srv->gw->metrics;
 	const char *type = "text/plain; charset=utf-8";

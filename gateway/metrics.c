@@ -13,29 +13,38 @@
 #include "metrics.h"
 
 static const char *const event_names[_SL_METRICS_EV_MAX] = {
-	[SL_METRICS_EV_HTTP] = "http",	   [SL_METRICS_EV_CONNECT] = "connect",
-	[SL_METRICS_EV_DNS] = "dns",	   [SL_METRICS_EV_BLOCKED] = "blocked",
-	[SL_METRICS_EV_OTHER] = "other",
+    [SL_METRICS_EV_HTTP] = "http",   [SL_METRICS_EV_CONNECT] = "connect",
+    [SL_METRICS_EV_DNS] = "dns",     [SL_METRICS_EV_BLOCKED] = "blocked",
+    [SL_METRICS_EV_OTHER] = "other",
 };
 
 static const char *const decision_names[_SL_METRICS_DECISION_MAX] = {
-	[SL_METRICS_ALLOW] = "allow",
-	[SL_METRICS_DENY] = "deny",
-	[SL_METRICS_OBSERVE_DENY] = "observe-deny",
-	[SL_METRICS_DECISION_OTHER] = "other",
+    [SL_METRICS_ALLOW] = "allow",
+    [SL_METRICS_DENY] = "deny",
+    [SL_METRICS_OBSERVE_DENY] = "observe-deny",
+    [SL_METRICS_DECISION_OTHER] = "other",
 };
 
 static const char *const approval_names[_SL_METRICS_APPROVAL_MAX] = {
-	[SL_METRICS_APPROVED] = "approved",
-	[SL_METRICS_REFUSED] = "denied",
-	[SL_METRICS_TIMED_OUT] = "timeout",
+    [SL_METRICS_APPROVED] = "approved",
+    [SL_METRICS_REFUSED] = "denied",
+    [SL_METRICS_TIMED_OUT] = "timeout",
 };
 
 /* DNS answers by rcode (the record's status), "none" when none was sent. */
-enum dns_answer { DNS_NOERROR, DNS_FORMERR, DNS_SERVFAIL, DNS_NXDOMAIN, DNS_NOTIMP,
-		  DNS_REFUSED, DNS_OTHER, DNS_NONE, _DNS_MAX };
+enum dns_answer {
+	DNS_NOERROR,
+	DNS_FORMERR,
+	DNS_SERVFAIL,
+	DNS_NXDOMAIN,
+	DNS_NOTIMP,
+	DNS_REFUSED,
+	DNS_OTHER,
+	DNS_NONE,
+	_DNS_MAX
+};
 static const char *const dns_names[_DNS_MAX] = {
-	"noerror", "formerr", "servfail", "nxdomain", "notimp", "refused", "other", "none",
+    "noerror", "formerr", "servfail", "nxdomain", "notimp", "refused", "other", "none",
 };
 
 /* How a blocked packet reached the log: a record of its own, counted in a
@@ -44,13 +53,19 @@ enum blocked_how { BLOCKED_LOGGED, BLOCKED_NOT_LOGGED, BLOCKED_LOST, _BLOCKED_MA
 static const char *const blocked_names[_BLOCKED_MAX] = {"logged", "not-logged", "lost"};
 
 /* The scrape server's answers. */
-enum scrape { SCRAPE_200, SCRAPE_400, SCRAPE_404, SCRAPE_405, SCRAPE_408, SCRAPE_REFUSED,
-	      _SCRAPE_MAX };
-static const char *const scrape_names[_SCRAPE_MAX] = {"200", "400", "404",
-						      "405", "408", "refused"};
+enum scrape {
+	SCRAPE_200,
+	SCRAPE_400,
+	SCRAPE_404,
+	SCRAPE_405,
+	SCRAPE_408,
+	SCRAPE_REFUSED,
+	_SCRAPE_MAX
+};
+static const char *const scrape_names[_SCRAPE_MAX] = {"200", "400", "404", "405", "408", "refused"};
 
 /* Fixed buckets, in milliseconds (rendered in seconds). */
-static const uint64_t duration_le[] = {1,    5,	   10,	  25,	 50,	100,	250,   500,
+static const uint64_t duration_le[] = {1,    5,	   10,	 25,	50,    100,   250,   500,
 				       1000, 2500, 5000, 10000, 30000, 60000, 300000};
 #define N_DURATION (sizeof(duration_le) / sizeof(duration_le[0]))
 static const uint64_t approval_le[] = {1000, 5000, 10000, 30000, 60000, 120000, 300000, 600000};
@@ -98,8 +113,8 @@ void sl_metrics_free(struct sl_metrics *m)
 	free(m);
 }
 
-void sl_metrics_set_gauges(struct sl_metrics *m, void (*fn)(void *data, struct sl_metrics_gauges *g),
-			   void *data)
+void sl_metrics_set_gauges(struct sl_metrics *m,
+			   void (*fn)(void *data, struct sl_metrics_gauges *g), void *data)
 {
 	m->gauges = fn;
 	m->gauges_data = data;
@@ -181,8 +196,8 @@ static int64_t summary_count(const struct sl_audit_record *r)
 
 static void count_dns(struct sl_metrics *m, int status)
 {
-	static const int rcodes[] = {DNS_NOERROR, DNS_FORMERR, DNS_SERVFAIL, DNS_NXDOMAIN,
-				     DNS_NOTIMP, DNS_REFUSED};
+	static const int rcodes[] = {DNS_NOERROR,  DNS_FORMERR, DNS_SERVFAIL,
+				     DNS_NXDOMAIN, DNS_NOTIMP,	DNS_REFUSED};
 
 	if (status < 0)
 		m->dns[DNS_NONE]++;
@@ -296,7 +311,10 @@ size_t sl_metrics_escape(const char *s, char *buf, size_t size)
 	size_t n = 0;
 
 	for (; *s; s++) {
-		const char *rep = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
+		const char *rep = *s == '\\'   ? "\\\\"
+				  : *s == '"'  ? "\\\""
+				  : *s == '\n' ? "\\n"
+					       : NULL;
 		size_t k = rep ? 2 : 1;
 
 		if (n + k < size)
@@ -361,7 +379,8 @@ static void render_requests(const struct sl_metrics *m, struct out *o)
 				sl_metrics_escape(r == OTHER_REASON ? "other" : m->reasons[r], esc,
 						  sizeof(esc));
 				outf(o,
-				     "sluice_requests_total{event=\"%s\",decision=\"%s\",reason=\"%s\"} "
+				     "sluice_requests_total{event=\"%s\",decision=\"%s\",reason=\"%"
+				     "s\"} "
 				     "%" PRIu64 "\n",
 				     event_names[e], decision_names[d], esc, v);
 			}
@@ -441,8 +460,8 @@ size_t sl_metrics_render(const struct sl_metrics *m, char *buf, size_t size)
 	header(&o, "sluice_metrics_scrapes_total", "counter",
 	       "Connections to --metrics, by the status answered (refused: closed unread).");
 	for (size_t i = 0; i < _SCRAPE_MAX; i++)
-		outf(&o, "sluice_metrics_scrapes_total{code=\"%s\"} %" PRIu64 "\n",
-		     scrape_names[i], m->scrapes[i]);
+		outf(&o, "sluice_metrics_scrapes_total{code=\"%s\"} %" PRIu64 "\n", scrape_names[i],
+		     m->scrapes[i]);
 	return o.len;
 }
 
@@ -473,8 +492,8 @@ enum sl_metrics_req sl_metrics_parse_request(const char *buf, size_t len)
 	const char *nl, *sp1, *sp2, *line_end, *target;
 	/* Only the first SL_METRICS_REQ_MAX bytes count: a head not done
 	 * by then is bad, whatever follows. */
-	enum sl_metrics_req more = len >= SL_METRICS_REQ_MAX ? SL_METRICS_REQ_BAD
-							     : SL_METRICS_REQ_MORE;
+	enum sl_metrics_req more =
+	    len >= SL_METRICS_REQ_MAX ? SL_METRICS_REQ_BAD : SL_METRICS_REQ_MORE;
 	size_t mlen, tlen, path_len;
 	bool get, head;
 

@@ -80,15 +80,14 @@ void sl_metrics_scraped(struct sl_metrics *m, int status);
 /* Requests decided so far (every record but the blocked packets' and the
  * summaries': http, connect and dns), by decision: observe-deny counts as
  * allowed (it was let through). For `sluice ps`. */
-void sl_metrics_requests(const struct sl_metrics *m, uint64_t *ret_allowed,
-			 uint64_t *ret_denied);
+void sl_metrics_requests(const struct sl_metrics *m, uint64_t *ret_allowed, uint64_t *ret_denied);
 
 /* What a scrape reads from the gateway itself, at the time of the scrape. */
 struct sl_metrics_gauges {
 	uint64_t open_connections; /* proxied and captured, as max_connections counts */
 };
-void sl_metrics_set_gauges(struct sl_metrics *m, void (*fn)(void *data, struct sl_metrics_gauges *g),
-			   void *data);
+void sl_metrics_set_gauges(struct sl_metrics *m,
+			   void (*fn)(void *data, struct sl_metrics_gauges *g), void *data);
 
 /*
  * Render every series as Prometheus text (version 0.0.4) into buf, NUL
@@ -109,12 +108,12 @@ size_t sl_metrics_escape(const char *s, char *buf, size_t size);
  * (a query string ignored) is served; HEAD too.
  */
 enum sl_metrics_req {
-	SL_METRICS_REQ_MORE,        /* no end of head yet: read more (if room) */
-	SL_METRICS_REQ_METRICS,     /* GET /metrics */
-	SL_METRICS_REQ_HEAD,        /* HEAD /metrics: the headers only */
-	SL_METRICS_REQ_NOT_FOUND,   /* GET or HEAD, another path: 404 */
-	SL_METRICS_REQ_BAD_METHOD,  /* another method: 405 */
-	SL_METRICS_REQ_BAD,         /* not an HTTP/1.x request line: 400 */
+	SL_METRICS_REQ_MORE,	   /* no end of head yet: read more (if room) */
+	SL_METRICS_REQ_METRICS,	   /* GET /metrics */
+	SL_METRICS_REQ_HEAD,	   /* HEAD /metrics: the headers only */
+	SL_METRICS_REQ_NOT_FOUND,  /* GET or HEAD, another path: 404 */
+	SL_METRICS_REQ_BAD_METHOD, /* another method: 405 */
+	SL_METRICS_REQ_BAD,	   /* not an HTTP/1.x request line: 400 */
 };
 /* The head read so far: buf[0..len). Looks no further than the first
  * empty line; bytes after it are ignored (the server closes). */

@@ -75,14 +75,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s[size] = '\0';
 	for (char *p = s; p <= s + size && k < 64; k++) {
 		struct sl_audit_record r = {
-			.event = p,
-			.decision = p + strlen(p) / 3,
-			.reason = p + strlen(p) / 2,
-			.credential = p + strlen(p) / 4,
-			.status = (int)(k % 8) - 1,
-			.bytes_up = (int64_t)k,
-			.bytes_down = -1,
-			.duration_ms = (int64_t)k * 997,
+		    .event = p,
+		    .decision = p + strlen(p) / 3,
+		    .reason = p + strlen(p) / 2,
+		    .credential = p + strlen(p) / 4,
+		    .status = (int)(k % 8) - 1,
+		    .bytes_up = (int64_t)k,
+		    .bytes_down = -1,
+		    .duration_ms = (int64_t)k * 997,
 		};
 
 		sl_metrics_audit_record(m, &r);

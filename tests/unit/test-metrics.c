@@ -20,18 +20,18 @@
 static struct sl_audit_record rec(const char *event, const char *decision, const char *reason)
 {
 	struct sl_audit_record r = {
-		.ts_ms = 1,
-		.sandbox = "sb",
-		.event = event,
-		.client = "10.231.0.2:40000",
-		.host = "api.example.com",
-		.port = 443,
-		.status = 200,
-		.decision = decision,
-		.reason = reason,
-		.bytes_up = -1,
-		.bytes_down = -1,
-		.duration_ms = -1,
+	    .ts_ms = 1,
+	    .sandbox = "sb",
+	    .event = event,
+	    .client = "10.231.0.2:40000",
+	    .host = "api.example.com",
+	    .port = 443,
+	    .status = 200,
+	    .decision = decision,
+	    .reason = reason,
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
 	};
 	return r;
 }
@@ -85,7 +85,8 @@ static void test_requests_by_label(void **state)
 	has(t, "sluice_requests_total{event=\"http\",decision=\"allow\",reason=\"allowed\"} 3");
 	has(t, "sluice_requests_total{event=\"http\",decision=\"deny\",reason=\"no-rule\"} 2");
 	has(t, "sluice_requests_total{event=\"connect\",decision=\"deny\",reason=\"port\"} 1");
-	has(t, "sluice_requests_total{event=\"dns\",decision=\"observe-deny\",reason=\"no-rule\"} 1");
+	has(t,
+	    "sluice_requests_total{event=\"dns\",decision=\"observe-deny\",reason=\"no-rule\"} 1");
 	has(t, "sluice_blocked_packets_total{audit=\"logged\"} 4");
 	/* Every family has its HELP and TYPE before its samples. */
 	assert_non_null(strstr(t, "# HELP sluice_requests_total "));
@@ -166,8 +167,8 @@ static void test_reason_bounded(void **state)
 
 	(void)state;
 	assert_int_equal(sl_metrics_new(&m), 0);
-	feed(m, rec("dns", "deny",
-		    "dns-budget: 10 new names under *.evil.example in the last minute"),
+	feed(m,
+	     rec("dns", "deny", "dns-budget: 10 new names under *.evil.example in the last minute"),
 	     1);
 	feed(m, rec("http", "deny", "Evil\"}\nsluice_fake 1"), 1);
 	feed(m, rec("http", "deny", NULL), 1);
@@ -260,14 +261,14 @@ static void test_summaries(void **state)
 {
 	struct sl_metrics *m;
 	struct sl_audit_record r = {
-		.sandbox = "sb",
-		.event = "blocked",
-		.port = -1,
-		.status = -1,
-		.decision = "deny",
-		.bytes_up = -1,
-		.bytes_down = -1,
-		.duration_ms = -1,
+	    .sandbox = "sb",
+	    .event = "blocked",
+	    .port = -1,
+	    .status = -1,
+	    .decision = "deny",
+	    .bytes_up = -1,
+	    .bytes_down = -1,
+	    .duration_ms = -1,
 	};
 	char *t;
 
@@ -290,7 +291,8 @@ static void test_summaries(void **state)
 	has(t, "sluice_unlogged_total{event=\"blocked\"} 45");
 	has(t, "sluice_unlogged_total{event=\"connect\"} 12");
 	/* A summary is one record, and no duration. */
-	has(t, "sluice_requests_total{event=\"blocked\",decision=\"deny\",reason=\"blocked-packets-lost\"} 2");
+	has(t, "sluice_requests_total{event=\"blocked\",decision=\"deny\",reason=\"blocked-packets-"
+	       "lost\"} 2");
 	has(t, "sluice_request_duration_seconds_count{event=\"connect\"} 0");
 	free(t);
 	sl_metrics_free(m);
@@ -398,7 +400,8 @@ static void test_audit_observer(void **state)
 	assert_int_equal(sl_audit_write(a, &r), 0);
 	assert_int_equal(sl_audit_batch(a), 0);
 	assert_int_equal(sl_audit_write(a, &r), 0);
-	assert_int_equal(sl_audit_write_summary(a, "sb", "connect", 0, "not-the-sandbox: 3 more"), 0);
+	assert_int_equal(sl_audit_write_summary(a, "sb", "connect", 0, "not-the-sandbox: 3 more"),
+			 0);
 	sl_metrics_requests(m, &al, &de);
 	assert_int_equal(al, 2);
 	assert_int_equal(de, 1);
@@ -443,7 +446,8 @@ static void test_parse_request(void **state)
 	/* A head that never ends is bad past the limit. */
 	memset(big, 'a', sizeof(big));
 	memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
-	assert_int_equal(sl_metrics_parse_request(big, SL_METRICS_REQ_MAX - 1), SL_METRICS_REQ_MORE);
+	assert_int_equal(sl_metrics_parse_request(big, SL_METRICS_REQ_MAX - 1),
+			 SL_METRICS_REQ_MORE);
 	assert_int_equal(sl_metrics_parse_request(big, SL_METRICS_REQ_MAX), SL_METRICS_REQ_BAD);
 	memset(big, 'a', sizeof(big));
 	assert_int_equal(sl_metrics_parse_request(big, SL_METRICS_REQ_MAX + 1), SL_METRICS_REQ_BAD);
@@ -452,19 +456,19 @@ static void test_parse_request(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_requests_by_label),
-		cmocka_unit_test(test_text_ends_lines),
-		cmocka_unit_test(test_render_short_buffer),
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_reason_bounded),
-		cmocka_unit_test(test_decisions_and_events_fixed),
-		cmocka_unit_test(test_bytes_dns_injections),
-		cmocka_unit_test(test_summaries),
-		cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_approval_wait),
-		cmocka_unit_test(test_gauge_and_scrapes),
-		cmocka_unit_test(test_audit_observer),
-		cmocka_unit_test(test_parse_request),
+	    cmocka_unit_test(test_requests_by_label),
+	    cmocka_unit_test(test_text_ends_lines),
+	    cmocka_unit_test(test_render_short_buffer),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_reason_bounded),
+	    cmocka_unit_test(test_decisions_and_events_fixed),
+	    cmocka_unit_test(test_bytes_dns_injections),
+	    cmocka_unit_test(test_summaries),
+	    cmocka_unit_test(test_histogram),
+	    cmocka_unit_test(test_approval_wait),
+	    cmocka_unit_test(test_gauge_and_scrapes),
+	    cmocka_unit_test(test_audit_observer),
+	    cmocka_unit_test(test_parse_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
