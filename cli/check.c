@@ -64,6 +64,9 @@ static void print_rule(const struct sl_policy *p, const struct sl_rule *r)
 		printf("  (inspected)");
 	if (r->exact_dns)
 		printf("  exact_dns (not answered by the sandbox's DNS)");
+	if (r->approve)
+		printf("  approve (held for a person's answer, %us at most)",
+		       r->approve_timeout_ms / 1000);
 	printf("  # line %u\n", r->line);
 }
 

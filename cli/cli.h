@@ -12,6 +12,8 @@ enum {
 
 int sl_cmd_attach(int argc, char **argv);
 int sl_cmd_check(int argc, char **argv);
+/* ps, reload, pending, approve, deny (control.c): argv[0] names which. */
+int sl_cmd_control(int argc, char **argv);
 int sl_cmd_gateway(int argc, char **argv);
 int sl_cmd_guard(int argc, char **argv);
 int sl_cmd_probe(int argc, char **argv);

@@ -11,6 +11,7 @@
 
 #include "audit.h"
 #include "fdpass.h"
+#include "control-sock.h"
 #include "gateway-reader.h"
 #include "macro.h"
 #include "netns.h"
@@ -109,6 +110,9 @@ __attribute__((noreturn)) static void reader_main(int sock, const char *prog,
 		if (fd >= 0)
 			close(fd);
 	}
+	/* The gateway served the control socket; chrooted, it cannot
+	 * remove it: this process, which outlives it, does. */
+	sl_cli_ctl_remove();
 	if (release_uid != (uid_t)-1)
 		sl_netns_user_release(NULL, release_uid, lock_fd);
 	_exit(0);

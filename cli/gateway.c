@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -43,6 +44,8 @@
 
 #include "cli.h"
 #include "confine.h"
+#include "control-sock.h"
+#include "control.h"
 #include "err.h"
 #include "gateway-reader.h"
 #include "gw-process.h"
@@ -83,6 +86,12 @@ struct gw_cli {
 	struct sl_gw_reader reader;
 	uv_poll_t reader_poll;
 	bool reader_polling;
+	/* The control socket (docs/control.md), as root only: listening
+	 * until served, its server, and a reload it asked for under way. */
+	int ctl_fd;
+	struct sl_gw_control *ctl;
+	bool ctl_reload;
+	const char *sandbox;
 };
 
 static void gateway_usage(FILE *f)
@@ -136,10 +145,21 @@ static bool policy_ok(const struct gw_cli *g, const struct sl_policy *p, bool re
 	return !reload || sl_tls_covers(&g->tls, p, err, errlen);
 }
 
-static void not_reloaded(const struct gw_cli *g)
+/* The outcome of a reload the control socket asked for, with what it
+ * said (text, or NULL). */
+static void ctl_answer(struct gw_cli *g, bool ok, const char *text)
+{
+	if (!g->ctl_reload)
+		return;
+	g->ctl_reload = false;
+	sl_gw_control_reloaded(g->ctl, ok, text);
+}
+
+static void not_reloaded(struct gw_cli *g)
 {
 	fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy stays in force\n",
 		g->policy_path);
+	ctl_answer(g, false, "the policy reader could not open it: see sluice gateway's stderr");
 }
 
 /* SIGHUP: the reader opens the file by its name, so a policy replaced by
@@ -156,23 +176,49 @@ static void reload(struct gw_cli *g)
 	}
 }
 
+/* The loader's messages, each on stderr and kept (text, len bytes) for
+ * the control socket's caller. */
+static int load_fd_said(struct gw_cli *g, int fd, struct sl_policy **ret, char *text, size_t len)
+{
+	struct sl_diags d = {0};
+	size_t have = 0;
+	int r = sl_policy_load_fd(fd, g->policy_path, ret, &d);
+
+	close(fd);
+	text[0] = '\0';
+	for (size_t i = 0; i < d.n; i++) {
+		fprintf(stderr, "%s\n", d.msgs[i]);
+		if (have < len)
+			have += (size_t)snprintf(text + have, len - have, "%s\n", d.msgs[i]);
+	}
+	sl_diags_clear(&d);
+	if (r < 0 && r != -EINVAL)
+		snprintf(text, len, "%s: %s", g->policy_path, strerror(-r));
+	return r;
+}
+
 /* The reader's fd of the policy, opened and checked as at start. */
 static void reload_fd(struct gw_cli *g, int fd)
 {
 	struct sl_policy *p = NULL;
-	char err[512];
+	char err[512], said[1024];
 
-	if (sl_cli_policy_load_fd("sluice gateway", fd, g->policy_path, &p) < 0 ||
+	if (load_fd_said(g, fd, &p, said, sizeof(said)) < 0 ||
 	    !policy_ok(g, p, true, err, sizeof(err)) ||
 	    sl_tls_reloaded(&g->tls, p) < 0) {
-		if (p)
+		if (p) {
 			fprintf(stderr, "%s\n", err);
-		not_reloaded(g);
+			snprintf(said, sizeof(said), "%s", err);
+		}
+		fprintf(stderr, "sluice gateway: %s: not reloaded; the running policy stays in force\n",
+			g->policy_path);
+		ctl_answer(g, false, said);
 		sl_policy_free(p);
 		return;
 	}
 	sl_gw_set_policy(g->gw, p);
 	fprintf(stderr, "sluice gateway: %s: reloaded\n", g->policy_path);
+	ctl_answer(g, true, NULL);
 }
 
 /* Every SIGHUP queued since the last wakeup; one reload for all those a
@@ -272,6 +318,7 @@ static void on_signal(uv_signal_t *s, int signum)
  * everything, let the loop run dry. */
 static void stop_serving(struct gw_cli *g)
 {
+	sl_gw_control_stop(TAKE_PTR(g->ctl));
 	sl_gw_shutdown(g->gw);
 	sl_gw_resolver_free(g->resolver_h);
 	if (g->hup_polling) {
@@ -349,6 +396,10 @@ static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
 		if (r < 0)
 			return r;
 		g->confine.empty_dir = SL_GW_ROOT;
+		/* Before the reader: it removes the socket once we are gone. */
+		g->ctl_fd = sl_cli_ctl_listen(err, errlen);
+		if (g->ctl_fd < 0)
+			return g->ctl_fd;
 	}
 	r = sl_gw_reader_start(&g->reader, "sluice gateway", g->policy_path, g->audit_path,
 			       g->uid_lock >= 0 ? g->confine.uid : (uid_t)-1, g->uid_lock, err,
@@ -362,6 +413,35 @@ static int prepare_confinement(struct gw_cli *g, char *err, size_t errlen)
 	return r;
 }
 
+/* `sluice reload`: what SIGHUP does, its outcome to the caller. */
+static void ctl_reload(void *data)
+{
+	struct gw_cli *g = data;
+
+	g->ctl_reload = true;
+	reload(g);
+}
+
+/* The control socket made before the reader, served from here on. */
+static int control_start(struct gw_cli *g)
+{
+	struct sl_gw_control_cfg k = {
+	    .name = g->sandbox ? g->sandbox : "gateway",
+	    .policy_path = g->policy_path,
+	    .pid = (long)getpid(),
+	    .gateway_pid = (long)getpid(),
+	    .started_s = (uint64_t)time(NULL),
+	    .reload = ctl_reload,
+	    .data = g,
+	};
+	int fd = g->ctl_fd;
+
+	if (fd < 0)
+		return 0;
+	g->ctl_fd = -1;
+	return sl_gw_control_start(g->gw, fd, &k, &g->ctl);
+}
+
 /* Setup done, sockets listening: confine, then serve until a signal. */
 static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 {
@@ -369,7 +449,10 @@ static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 	uid_t uid = getuid(); /* once confined, not even that can be asked */
 	int r;
 
-	if (g->reader.fd >= 0 && uv_poll_init(loop, &g->reader_poll, g->reader.fd) == 0) {
+	r = control_start(g);
+	if (r < 0) {
+		sl_err(err, sizeof(err), r, "serving the control socket: %s", strerror(-r));
+	} else if (g->reader.fd >= 0 && uv_poll_init(loop, &g->reader_poll, g->reader.fd) == 0) {
 		g->reader_poll.data = g;
 		g->reader_polling = true;
 		uv_poll_start(&g->reader_poll, UV_READABLE, on_reader);
@@ -547,7 +630,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct gw_cli g = { .hup_fd = -1, .uid_lock = -1, .reader = { .fd = -1 } };
+	struct gw_cli g = { .hup_fd = -1, .uid_lock = -1, .reader = { .fd = -1 }, .ctl_fd = -1 };
 	struct sl_gw_config cfg;
 	uv_loop_t *loop;
 	unsigned long v;
@@ -599,7 +682,7 @@ int sl_cmd_gateway(int argc, char **argv)
 			g.ca_dir = optarg;
 			break;
 		case O_SANDBOX:
-			cfg.sandbox = optarg;
+			cfg.sandbox = g.sandbox = optarg;
 			break;
 		case O_GW_USER:
 			g.gateway_user = optarg;
@@ -676,5 +759,8 @@ int sl_cmd_gateway(int argc, char **argv)
 		sl_gw_reader_stop(&g.reader);
 	else if (g.uid_lock >= 0)
 		sl_netns_user_release(NULL, g.confine.uid, TAKE_FD(g.uid_lock));
+	/* Unconfined (setup failed): ours to remove; confined, the reader's. */
+	sl_closep(&g.ctl_fd);
+	sl_cli_ctl_remove();
 	return r;
 }

@@ -21,6 +21,8 @@ static void usage(FILE *f)
 	      "         [--resolver ADDR[:PORT]] [--pool CIDR] [--ca-dir DIR] [--upstream-ca FILE]\n"
 	      "         [--metrics ADDR:PORT]\n"
 	      "                 fence an existing namespace (a container's) behind the gateway\n"
+	      "  approve ID | deny ID\n"
+	      "                 answer a request held for approval (see pending)\n"
 	      "  check FILE [--decide HOST[:PORT] [METHOD PATH]]\n"
 	      "                 validate a policy; with --decide, show how it decides a request\n"
 	      "  gateway --policy FILE --listen ADDR:PORT [--audit FILE|-] [--dns ADDR:PORT]\n"
@@ -32,10 +34,14 @@ static void usage(FILE *f)
 	      "  guard --uid UID --gateway ADDR:PORT | --uid UID --remove\n"
 	      "        | --check --uid UID [--gateway ADDR:PORT]\n"
 	      "                 let uid UID reach only ADDR:PORT (persistent nftables rules)\n"
+	      "  pending        the requests held for approval (approve: true), one a line\n"
 	      "  probe [--outside ADDR]... [--outside-pid PID] [--allow-write PATH]...\n"
 	      "        [--secret-file PATH]... [--denied-name NAME] [--timeout MS]\n"
 	      "        [--only KIND[,KIND...]] [TARGET...]\n"
 	      "                 try every way out of the sandbox it runs in; report each\n"
+	      "  ps             the running sandboxes and gateways, from their control sockets\n"
+	      "  reload NAME|PID\n"
+	      "                 reload one sandbox's policy as SIGHUP does; errors say file:line\n"
 	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
 	      "      [--pool CIDR] [--audit FILE] [--rw PATH]... [--ro PATH]... [--trust FILE]...\n"
 	      "      [--env NAME[=VALUE]]... [--resolver ADDR[:PORT]] [--upstream-ca FILE]\n"
@@ -70,6 +76,9 @@ int main(int argc, char **argv)
 		return sl_cmd_guard(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "probe"))
 		return sl_cmd_probe(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ps") || !strcmp(argv[1], "reload") || !strcmp(argv[1], "pending") ||
+	    !strcmp(argv[1], "approve") || !strcmp(argv[1], "deny"))
+		return sl_cmd_control(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return sl_cmd_run(argc - 1, argv + 1);
 

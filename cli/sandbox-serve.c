@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control-sock.h"
 #include "err.h"
 #include "gw-process.h"
 #include "macro.h"
@@ -323,6 +324,18 @@ int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 	if (ret >= 0)
 		ret = sl_serve_gateway_user(t, err, errlen);
 	sl_trace("gateway uid allocated");
+	c.ctl_fd = -1;
+	if (ret >= 0) {
+		/* The control socket, made here (root's, under /run/sluice)
+		 * and served by the gateway (docs/control.md). */
+		c.ctl_fd = sl_cli_ctl_listen(err, errlen);
+		ret = c.ctl_fd < 0 ? c.ctl_fd : 0;
+		free(t->ctl_policy);
+		t->ctl_policy = NULL;
+		if (ret >= 0 && strcmp((*policy)->source, "(deny all)") &&
+		    !(t->ctl_policy = strdup((*policy)->source)))
+			ret = -ENOMEM;
+	}
 	if (ret >= 0) {
 		c.capture_fd = in.capture_fd;
 		c.nflog = in.nflog;
@@ -334,6 +347,9 @@ int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 	}
 	/* The gateway's now (or nobody's): none of it stays open here. */
 	sl_closep(&in.capture_fd);
+	sl_closep(&c.ctl_fd);
+	if (ret < 0)
+		sl_cli_ctl_remove();
 	sl_nft_nflog_close(in.nflog);
 	sl_audit_close(c.audit);
 	t->audit_on = audit != NULL;
@@ -391,6 +407,10 @@ void sl_serve_gateway_stop(struct sl_serve *t)
 		reap(t);
 		t->gw_gone = true;
 	}
+	/* Nobody serves it now. */
+	sl_cli_ctl_remove();
+	free(t->ctl_policy);
+	t->ctl_policy = NULL;
 	sl_closep(&t->gw_events);
 	sl_closep(&t->gw_commands);
 	sl_closep(&t->gw_pidfd);
@@ -431,6 +451,19 @@ static void answer_counters(struct sl_serve *t)
 	(void)command(t, SL_SERVE_MSG_UNLOGGED, unlogged_now(t), -1);
 }
 
+static int ctl_reload_captured(struct sl_serve *t, char *text, size_t len);
+
+/* `sluice reload` through the gateway's control socket: the reload SIGHUP
+ * does, of the file given at start (never one the gateway names: all it
+ * can ask for is this), and what it said sent back for the caller. */
+static void ctl_reload(struct sl_serve *t)
+{
+	struct sl_serve_msg_failed f = {.m = {.type = SL_SERVE_MSG_CTL_RELOADED}};
+
+	f.m.err = ctl_reload_captured(t, f.text, sizeof(f.text));
+	(void)sl_fd_send(t->gw_commands, &f, sizeof(f), -1);
+}
+
 enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
 {
 	struct sl_serve_msg_failed f;
@@ -448,11 +481,14 @@ enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
 		 * EOF (it is gone, or closed its end: as good as gone) or
 		 * anything else ends it. */
 		if (n != (ssize_t)sizeof(f.m) ||
-		    (f.m.type != SL_SERVE_MSG_COUNTERS && f.m.type != SL_SERVE_MSG_AUDIT_FAILED)) {
+		    (f.m.type != SL_SERVE_MSG_COUNTERS && f.m.type != SL_SERVE_MSG_AUDIT_FAILED &&
+		     f.m.type != SL_SERVE_MSG_CTL_RELOAD)) {
 			kill_gateway(t);
 			return SL_SERVE_GATEWAY_DIED;
 		}
-		if (f.m.type == SL_SERVE_MSG_COUNTERS) {
+		if (f.m.type == SL_SERVE_MSG_CTL_RELOAD) {
+			ctl_reload(t);
+		} else if (f.m.type == SL_SERVE_MSG_COUNTERS) {
 			answer_counters(t);
 		} else if (!t->audit_err) {
 			t->audit_err = f.m.err < 0 && f.m.err > -4096 ? f.m.err : -EIO;
@@ -515,7 +551,7 @@ static int hand_over(struct sl_serve *t, const char *buf, size_t len)
 
 static void fence_reload(struct sl_serve *t, const struct sl_policy_ports *ports);
 
-void sl_serve_reload(struct sl_serve *t, const char *policy_path)
+int sl_serve_reload(struct sl_serve *t, const char *policy_path)
 {
 	_cleanup_(sl_policy_ports_done) struct sl_policy_ports ports = {0};
 	_cleanup_free_ char *buf = NULL;
@@ -527,7 +563,7 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	if (!policy_path) {
 		fprintf(stderr, "%s: SIGHUP: no --policy to reload; still denying everything\n",
 			t->prog);
-		return;
+		return -1;
 	}
 	/* Checked again at every reload: where the file lies may have
 	 * changed since the start. */
@@ -535,7 +571,7 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	    0) {
 		fprintf(stderr, "%s: %s: not reloaded; the running policy stays in force\n",
 			t->prog, policy_path);
-		return;
+		return -1;
 	}
 	/* New secrets, or a loaded one sent somewhere new, need a restart;
 	 * the note of where secrets go is updated before the gateway has p. */
@@ -551,7 +587,7 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 				"%s\n%s: %s: not reloaded; the running policy stays in force\n",
 				err, t->prog, policy_path);
 			sl_policy_free(p);
-			return;
+			return -1;
 		}
 	}
 	/* Its ports, known before the gateway has it: applied only once it
@@ -561,7 +597,7 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	if (r < 0) {
 		fprintf(stderr, "%s: %s: out of memory; the running policy stays in force\n",
 			t->prog, policy_path);
-		return;
+		return -1;
 	}
 	r = hand_over(t, buf, len);
 	if (r < 0) {
@@ -569,11 +605,47 @@ void sl_serve_reload(struct sl_serve *t, const char *policy_path)
 			"%s: %s: the gateway did not take it (%s); the running policy "
 			"stays in force\n",
 			t->prog, policy_path, strerror(-r));
-		return;
+		return -1;
 	}
 	fence_reload(t, &ports);
 	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);
+	return 0;
 }
+
+/* sl_serve_reload() with what it says on stderr kept, the start of it in
+ * text (len bytes, NUL-terminated), and said on stderr as well. */
+static int ctl_reload_captured(struct sl_serve *t, char *text, size_t len)
+{
+	_cleanup_close_ int mem = memfd_create("sluice-reload", MFD_CLOEXEC);
+	_cleanup_close_ int saved = -1;
+	char buf[4096];
+	size_t have = 0;
+	ssize_t n;
+	int r;
+
+	text[0] = '\0';
+	fflush(stderr);
+	if (mem >= 0)
+		saved = dup(STDERR_FILENO);
+	if (mem < 0 || saved < 0 || dup2(mem, STDERR_FILENO) < 0) {
+		snprintf(text, len, "%s: cannot keep what the reload says: %m", t->prog);
+		return -EIO;
+	}
+	r = sl_serve_reload(t, t->ctl_policy);
+	fflush(stderr);
+	(void)dup2(saved, STDERR_FILENO);
+	if (lseek(mem, 0, SEEK_SET) == 0)
+		while ((n = read(mem, buf, sizeof(buf))) > 0) {
+			size_t k = (size_t)n < len - 1 - have ? (size_t)n : len - 1 - have;
+
+			memcpy(text + have, buf, k);
+			have += k;
+			(void)!write(STDERR_FILENO, buf, (size_t)n);
+		}
+	text[have] = '\0';
+	return r < 0 ? -EINVAL : 0;
+}
+
 
 /* ---- The fence ---- */
 

@@ -86,6 +86,10 @@ struct sl_serve {
 	 * gateway took applies its own. The gateway's address, for that. */
 	const struct sl_policy *fence_policy;
 	struct in_addr fence_gateway;
+
+	/* The control socket (control-sock.h), which the gateway serves:
+	 * the policy file its `sluice reload` reloads (NULL: none). */
+	char *ctl_policy;
 };
 
 /* A struct sl_serve before anything is set up. */
@@ -147,5 +151,5 @@ bool sl_serve_gateway_reaped(struct sl_serve *s, pid_t pid, int status);
  * policy that fails to load, lies where others could change it
  * (policy-file.h), or names a secret not loaded at start or sends one
  * somewhere the running policy does not (sl_tls_covers) is reported and
- * the running one stays in force. */
-void sl_serve_reload(struct sl_serve *s, const char *policy_path);
+ * the running one stays in force. 0 when reloaded, else -1. */
+int sl_serve_reload(struct sl_serve *s, const char *policy_path);

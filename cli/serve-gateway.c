@@ -23,9 +23,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "confine.h"
+#include "control.h"
 #include "gw-process.h"
 #include "macro.h"
 #include "serve-internal.h"
@@ -60,6 +62,7 @@ struct gw_proc {
 	bool unlogged_timer_on;
 	uint64_t unlogged_reported;
 	bool stopping;
+	struct sl_gw_control *ctl; /* the control socket's server; NULL: none */
 };
 
 static void tell(struct gw_proc *g, uint32_t type, int err, uint64_t value)
@@ -286,6 +289,7 @@ static void stop(struct gw_proc *g, uint64_t unlogged)
 	if (g->stopping)
 		return;
 	g->stopping = true;
+	sl_gw_control_stop(TAKE_PTR(g->ctl));
 	uv_close((uv_handle_t *)&g->commands_poll, NULL);
 	blocked_stop(g, unlogged);
 	sl_gw_shutdown(TAKE_PTR(g->gw));
@@ -295,15 +299,24 @@ static void stop(struct gw_proc *g, uint64_t unlogged)
 static void commands_cb(uv_poll_t *p, int status, int events)
 {
 	struct gw_proc *g = container_of(p, struct gw_proc, commands_poll);
+	struct sl_serve_msg_failed f;
 	struct sl_serve_msg m;
 	int fd = -1, r;
 	ssize_t n;
 
 	(void)status;
 	(void)events;
-	n = sl_fd_recv(g->commands, &m, sizeof(m), &fd);
+	n = sl_fd_recv(g->commands, &f, sizeof(f), &fd);
 	if (n == -EAGAIN)
 		return;
+	m = f.m;
+	if (n == (ssize_t)sizeof(f) && m.type == SL_SERVE_MSG_CTL_RELOADED) {
+		/* What the supervisor's reload said, for `sluice reload`. */
+		f.text[sizeof(f.text) - 1] = '\0';
+		sl_gw_control_reloaded(g->ctl, m.err == 0, f.text);
+		sl_closep(&fd);
+		return;
+	}
 	if (n != (ssize_t)sizeof(m)) {
 		/* The supervisor is gone (EOF): so is the sandbox's fence
 		 * keeper; serve nothing more. */
@@ -332,6 +345,7 @@ static void commands_cb(uv_poll_t *p, int status, int events)
 }
 
 /* ---- Set up, confine, serve ---- */
+
 
 static void audit_failed(void *data, int err)
 {
@@ -405,6 +419,38 @@ static void secrets_settle(const struct sl_tls_setup *tls)
 	sl_cli_gateway_wipe_environ();
 }
 
+/* `sluice reload` on the control socket: the supervisor reads the
+ * operator's file as on SIGHUP; all the gateway can ask is that. */
+static void ask_reload(void *data)
+{
+	tell(data, SL_SERVE_MSG_CTL_RELOAD, 0, 0);
+}
+
+static void control_start(struct gw_proc *g, struct sl_serve_child *c)
+{
+	struct sl_gw_control_cfg k = {
+	    .name = c->cfg.sandbox,
+	    /* run without --policy denies everything: no file to name. */
+	    .policy_path = g->policy_path && strcmp(g->policy_path, "(deny all)") ? g->policy_path
+										   : NULL,
+	    .pid = (long)getppid(),
+	    .gateway_pid = (long)getpid(),
+	    .started_s = (uint64_t)time(NULL),
+	    .reload = ask_reload,
+	    .data = g,
+	};
+	char err[128];
+	int r;
+
+	if (c->ctl_fd < 0)
+		return;
+	r = sl_gw_control_start(g->gw, c->ctl_fd, &k, &g->ctl);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "gateway: the control socket: %s", strerror(-r));
+		fail(g, err);
+	}
+}
+
 static void setup(struct gw_proc *g, struct sl_serve_child *c)
 {
 	char err[480], why[400];
@@ -441,6 +487,7 @@ static void setup(struct gw_proc *g, struct sl_serve_child *c)
 	     sl_gw_listen_metrics(g->gw, c->listen_metrics, err, sizeof(err)) < 0) ||
 	    blocked_start(g, err, sizeof(err)) < 0)
 		fail(g, err);
+	control_start(g, c);
 	uv_poll_init(&g->loop, &g->commands_poll, g->commands);
 	uv_poll_start(&g->commands_poll, UV_READABLE | UV_DISCONNECT, commands_cb);
 }
@@ -453,11 +500,13 @@ _Noreturn void sl_serve_child_main(struct sl_serve_child *c)
 			    .audit = c->audit,
 			    .nflog = c->nflog,
 			    .sandbox_name = c->cfg.sandbox,
-			    .policy_path = c->policy_path};
+			    /* Its own copy: the policy that named it is freed by
+			     * the first reload, and the name serves every one. */
+			    .policy_path = c->policy_path ? strdup(c->policy_path) : NULL};
 	struct sl_gw_confine conf = {.uid = c->uid, .gid = c->gid, .empty_dir = c->empty_dir};
 	int keep[] = {c->events, c->commands, c->capture_fd,
 		      c->nflog ? sl_nft_nflog_fd(c->nflog) : -1,
-		      c->audit ? sl_audit_fd(c->audit) : -1};
+		      c->audit ? sl_audit_fd(c->audit) : -1, c->ctl_fd};
 	sigset_t none;
 	char err[400], text[480];
 

@@ -13,6 +13,10 @@
  *                   sandbox's has been read); the gateway then exits
  *     AUDIT_FAILED  err: the audit log cannot be written (once)
  *     COUNTERS      a request for the sandbox table's counters
+ *     CTL_RELOAD    the control socket asked for a reload (`sluice reload`):
+ *                   the supervisor reloads its own file as on SIGHUP and
+ *                   answers CTL_RELOADED (err: 0 or why not; a text, what
+ *                   the reload said) on the commands channel
  *   commands (supervisor -> gateway; the gateway answers only RELOAD):
  *     RELOAD        value: a sequence number; a memfd (SCM_RIGHTS) holds
  *                   the policy file's bytes, already checked by the
@@ -44,6 +48,8 @@ enum sl_serve_msg_type {
 	SL_SERVE_MSG_RELOADED,
 	SL_SERVE_MSG_UNLOGGED,
 	SL_SERVE_MSG_STOP,
+	SL_SERVE_MSG_CTL_RELOAD,
+	SL_SERVE_MSG_CTL_RELOADED,
 };
 
 struct sl_serve_msg {
@@ -52,7 +58,8 @@ struct sl_serve_msg {
 	uint64_t value;
 };
 
-/* FAILED: the message, then its text (NUL-terminated within). */
+/* FAILED and CTL_RELOADED: the message, then its text (NUL-terminated
+ * within). */
 struct sl_serve_msg_failed {
 	struct sl_serve_msg m;
 	char text[480];
@@ -77,6 +84,7 @@ struct sl_serve_child {
 	uid_t uid;
 	gid_t gid;
 	const char *empty_dir;
+	int ctl_fd; /* the control socket, listening; -1: none */
 };
 
 /* In the forked child: set up, confine, serve until STOP or the

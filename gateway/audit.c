@@ -216,8 +216,13 @@ int sl_audit_format(const struct sl_audit_record *r, char *buf, size_t size)
 	put_int(&o, KEY("bytes_up"), r->bytes_up);
 	put_int(&o, KEY("bytes_down"), r->bytes_down);
 	put_int(&o, KEY("duration_ms"), r->duration_ms);
+	if (r->approval) {
+		put_string(&o, KEY("approval"), r->approval);
+		put_int(&o, KEY("approved_by"), r->approved_by);
+		put_int(&o, KEY("wait_ms"), r->wait_ms);
+	}
 	puts_(&o, "}\n");
-	/* Fields are capped so that 17 of them always fit; this cannot
+	/* Fields are capped so that 20 of them always fit; this cannot
 	 * happen, and if it did the line would be cut, so refuse it. */
 	if (o.full)
 		return -ENOSPC;

@@ -30,6 +30,12 @@ struct sl_audit_record {
 	const char *credential; /* a secret's name, never its value */
 	int64_t bytes_up, bytes_down, duration_ms; /* < 0: unknown */
 	const char *proto; /* how it was asked: "socks5", or NULL (HTTP's proxy, capture) */
+	/* A request held for approval (docs/control.md): how it ended
+	 * ("approved", "denied", "timeout", ...), the uid that answered on the
+	 * control socket (< 0: nobody did), how long it waited. NULL: not
+	 * held, and the three fields are left out of the line. */
+	const char *approval;
+	int64_t approved_by, wait_ms;
 };
 
 /* The longest line sl_audit_format() writes: strings longer than their

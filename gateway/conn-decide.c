@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "approve.h"
 #include "conn-headers.h"
 #include "conn-internal.h"
 #include "macro.h"
@@ -192,6 +193,96 @@ void conn_literal_addrs(enum sl_host_kind kind, const char *host, struct sl_gw_a
 	}
 }
 
+/* Allowed (and approved, where the rule asks): resolve and connect. */
+static void go_on(struct conn *c)
+{
+	int r;
+
+	if (c->dec.host_kind != SL_HOST_NAME) {
+		struct sl_gw_addrs a;
+
+		conn_literal_addrs(c->dec.host_kind, c->dec.host, &a);
+		connect_first_permitted(c, &a);
+		return;
+	}
+	{
+		struct sl_gw_addrs a;
+
+		if (sl_gw_resolve_cached(c->gw->resolver, c->dec.host, &a) == 0) {
+			connect_first_permitted(c, &a);
+			return;
+		}
+	}
+	/* A held request waited in RESOLVING already. */
+	if (c->state != ST_RESOLVING)
+		conn_set_state(c, ST_RESOLVING);
+	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
+	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);
+	if (r < 0)
+		conn_respond_error(c, 502, "resolve-failed", "cannot start a DNS lookup");
+}
+
+/* ---- held for approval (approve.h) ---- */
+
+static void held_go(void *owner)
+{
+	struct conn *c = owner;
+
+	c->hold = NULL;
+	go_on(c);
+}
+
+static void held_refuse(void *owner, const char *reason, const char *why)
+{
+	struct conn *c = owner;
+
+	c->hold = NULL;
+	conn_respond_error(c, 403, reason, why);
+}
+
+static void held_gone(void *owner)
+{
+	struct conn *c = owner;
+
+	c->hold = NULL;
+	c->reason = "client-closed";
+	conn_close(c);
+}
+
+static const struct sl_gw_hold_ops held_ops = {
+    .go = held_go, .refuse = held_refuse, .gone = held_gone};
+
+/* The rule asks a person first: c waits in RESOLVING (its bytes kept,
+ * bounded, by conn.c's hold_read) with no timer of its own but the
+ * hold's. True when held or refused; false to go on now. A CONNECT to an
+ * inspected host is held request by request inside instead. */
+static bool hold_for_approval(struct conn *c, const char *path)
+{
+	struct sl_gw_hold_what w = {
+	    .method = c->tunnel ? (c->is_connect ? "CONNECT" : NULL) : c->method,
+	    .host = c->dec.host,
+	    .port = c->port,
+	    .path = c->tunnel ? NULL : path,
+	};
+	uv_os_fd_t fd;
+	int r;
+
+	if (!c->dec.rule || !c->dec.rule->approve || c->dec.inspect)
+		return false;
+	conn_set_state(c, ST_RESOLVING);
+	uv_timer_stop(&c->timer);
+	if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0)
+		r = -EBADF;
+	else
+		r = sl_gw_hold_start(c->gw, c, &held_ops, fd, c->dec.rule->approve_timeout_ms, &w,
+				     &c->approval, &c->hold);
+	if (r < 0)
+		conn_respond_error(c, 403, "approval-busy",
+				   r == -EBUSY ? "too many requests are waiting for approval"
+					       : "cannot hold this request for approval");
+	return true;
+}
+
 void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const char *path,
 			size_t path_len)
 {
@@ -204,7 +295,6 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	    .path_len = c->tunnel ? 0 : path_len,
 	};
 	char why[512];
-	int r;
 
 	if (!sl_gw_audit_ok(c->gw)) {
 		conn_close_unaudited(c);
@@ -222,24 +312,7 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	 * request's head), and may take the connection on itself. */
 	if (c->handler->decided && !c->handler->decided(c))
 		return;
-	if (c->dec.host_kind != SL_HOST_NAME) {
-		struct sl_gw_addrs a;
-
-		conn_literal_addrs(c->dec.host_kind, c->dec.host, &a);
-		connect_first_permitted(c, &a);
+	if (hold_for_approval(c, c->tunnel ? NULL : c->path))
 		return;
-	}
-	{
-		struct sl_gw_addrs a;
-
-		if (sl_gw_resolve_cached(c->gw->resolver, c->dec.host, &a) == 0) {
-			connect_first_permitted(c, &a);
-			return;
-		}
-	}
-	conn_set_state(c, ST_RESOLVING);
-	conn_arm_timer(c, c->gw->cfg.connect_timeout_ms);
-	r = sl_gw_resolve(c->gw->resolver, c->dec.host, resolved, c, &c->rreq);
-	if (r < 0)
-		conn_respond_error(c, 502, "resolve-failed", "cannot start a DNS lookup");
+	go_on(c);
 }

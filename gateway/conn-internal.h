@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "approve.h"
 #include "conn-pool.h"
 #include "conn-state.h"
 #include "gateway-internal.h"
@@ -149,6 +150,11 @@ struct conn {
 	size_t retry_len;
 
 	bool audited;
+
+	/* Held for approval (approve.h): the hold while it lasts; the
+	 * outcome, for this exchange's record. */
+	struct sl_gw_hold *hold;
+	struct sl_gw_approval approval;
 
 	/* A CONNECT tunnel that carries plain HTTP: every request in it must
 	 * name this host and port (conn-tunnel.c). */

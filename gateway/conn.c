@@ -93,6 +93,9 @@ void conn_write_audit(struct conn *c)
 	    .bytes_down = (int64_t)c->bytes_down,
 	    .duration_ms = (int64_t)(uv_now(c->gw->loop) - c->start_loop_ms),
 	    .proto = c->socks ? "socks5" : NULL,
+	    .approval = c->approval.outcome,
+	    .approved_by = c->approval.uid,
+	    .wait_ms = (int64_t)c->approval.wait_ms,
 	};
 	char rule[96];
 
@@ -104,6 +107,8 @@ void conn_write_audit(struct conn *c)
 	if (c->gw->audit)
 		(void)sl_audit_write(c->gw->audit, &r);
 	(void)sl_gw_audit_ok(c->gw);
+	c->approval = (struct sl_gw_approval){0};
+	*(r.decision[0] == 'a' ? &c->gw->n_allowed : &c->gw->n_denied) += 1;
 }
 
 void conn_set_state(struct conn *c, enum state to)
@@ -187,6 +192,7 @@ void conn_close(struct conn *c)
 	if (c->state == ST_CLOSING)
 		return;
 	conn_set_state(c, ST_CLOSING);
+	sl_gw_hold_cancel(TAKE_PTR(c->hold));
 	sl_gw_resolve_cancel(c->rreq);
 	c->rreq = NULL;
 	uv_timer_stop(&c->timer);
@@ -378,6 +384,8 @@ static void timer_fired(uv_timer_t *t)
 
 void conn_arm_timer(struct conn *c, unsigned ms)
 {
+	if (c->hold)
+		return; /* held: the hold's deadline is the only one */
 	uv_timer_start(&c->timer, timer_fired, ms, 0);
 }
 

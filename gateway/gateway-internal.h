@@ -18,6 +18,7 @@ struct sl_gw_policy {
 
 struct conn;
 struct conn_up;
+struct sl_gw_hold;
 
 struct sl_gw {
 	uv_loop_t *loop;
@@ -91,6 +92,11 @@ struct sl_gw {
 	 * and the --metrics listener with its scrapers (NULL: none). */
 	struct sl_metrics *metrics;
 	struct sl_gw_metrics_srv *metrics_srv;
+	/* approve.c: the requests held for approval, oldest first; and what
+	 * the records said so far, for `sluice ps` (control.c). */
+	struct sl_gw_hold *holds;
+	unsigned n_holds;
+	uint64_t n_allowed, n_denied;
 };
 
 /* gw-core.c: what every part of the gateway shares, calling none of them. */

@@ -277,6 +277,8 @@ void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p)
 	}
 	sl_gw_policy_unref(gw->policy);
 	gw->policy = gp;
+	/* Requests held for approval were held under the old one. */
+	sl_gw_holds_refuse_all(gw);
 	/* Kept-alive origin connections were chosen under the old policy
 	 * (its private ranges): start afresh. */
 	sl_gw_tls_flush_pool(gw);

@@ -261,6 +261,72 @@ static int check_body_and_upgrade(struct insp *in, const struct sl_http_request 
 	return 0;
 }
 
+/* ---- Held for approval (approve.h) ---- */
+
+/* While held the request waits in I_UPSTREAM, as for an upstream
+ * connection: its body gathers in in->cbuf up to the buffer's size (the
+ * client is paused past it), which is what `sluice pending` shows. */
+static void held_go(void *owner)
+{
+	struct insp *in = owner;
+
+	in->c->hold = NULL;
+	conn_arm_timer(in->c, in->c->gw->cfg.idle_timeout_ms);
+	insp_get_upstream(in, false);
+}
+
+static void held_refuse(void *owner, const char *reason, const char *why)
+{
+	struct insp *in = owner;
+
+	in->c->hold = NULL;
+	/* Its head, with the credential in it, never goes. */
+	insp_wipe_uhead(in);
+	in->c->credential = NULL;
+	insp_respond(in, 403, reason, why);
+}
+
+static void held_gone(void *owner)
+{
+	struct insp *in = owner;
+
+	in->c->hold = NULL;
+	in->c->reason = "client-closed";
+	conn_close(in->c);
+}
+
+static void held_body(void *owner, const char **ret_p, size_t *ret_n, int64_t *ret_total)
+{
+	struct insp *in = owner;
+
+	*ret_p = in->cbuf;
+	*ret_n = in->clen;
+	*ret_total = in->body_done ? 0 : in->body.chunked ? -1 : (int64_t)in->body.left;
+}
+
+static const struct sl_gw_hold_ops held_ops = {
+    .go = held_go, .refuse = held_refuse, .gone = held_gone, .body = held_body};
+
+static void hold_for_approval(struct insp *in)
+{
+	struct conn *c = in->c;
+	struct sl_gw_hold_what w = {
+	    .method = c->method, .host = in->host, .port = c->port, .path = c->path};
+	uv_os_fd_t fd;
+	int r;
+
+	uv_timer_stop(&c->timer);
+	if (uv_fileno((uv_handle_t *)&c->client, &fd) < 0)
+		r = -EBADF;
+	else
+		r = sl_gw_hold_start(c->gw, in, &held_ops, fd, c->dec.rule->approve_timeout_ms, &w,
+				     &c->approval, &c->hold);
+	if (r < 0)
+		held_refuse(in, "approval-busy",
+			    r == -EBUSY ? "too many requests are waiting for approval"
+					: "cannot hold this request for approval");
+}
+
 void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 {
 	struct conn *c = in->c;
@@ -282,5 +348,9 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r)
 	if (inj)
 		c->credential = c->pol->p->secrets[inj->secret].name;
 	in->st = I_UPSTREAM;
+	if (c->dec.rule && c->dec.rule->approve) {
+		hold_for_approval(in);
+		return;
+	}
 	insp_get_upstream(in, false);
 }

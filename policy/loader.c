@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <yaml.h>
 
+#include "approve-policy.h"
 #include "dns-policy.h"
 #include "macro.h"
 #include "policy-internal.h"
@@ -598,13 +599,14 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		      const yaml_node_t *map)
 {
 	static const char *const allow_keys[] = { "host",  "ports", "methods", "paths",
-						  "inject", "name", "exact_dns", "protocol", NULL };
+						  "inject", "name", "exact_dns", "protocol",
+						  "approve", "approve_timeout", NULL };
 	static const char *const deny_keys[] = { "host", "ports", "methods", "paths", "name",
 						 "inject", NULL };
 	enum { K_HOST, K_PORTS, K_METHODS, K_PATHS, K_INJECT_OR_NAME, K_NAME_OR_INJECT, K_EXACT_DNS,
-	       K_PROTOCOL };
+	       K_PROTOCOL, K_APPROVE, K_APPROVE_TIMEOUT };
 	const char *what = kind == SL_RULE_ALLOW ? "an allow rule" : "a deny rule";
-	yaml_node_t *v[8] = { 0 }, *host_n, *name_n, *inject_n;
+	yaml_node_t *v[10] = { 0 }, *host_n, *name_n, *inject_n;
 	struct sl_rule r = { 0 }, **arr, *grown;
 	size_t *n, *cap, len;
 	const char *s, *why = NULL;
@@ -684,6 +686,8 @@ static void load_rule(struct loader *l, enum sl_rule_kind kind, unsigned index,
 		ok &= sl_policy_load_exact_dns(&l->y, &r, v[K_EXACT_DNS]);
 	if (v[K_PROTOCOL])
 		ok &= load_protocol(l, &r, v[K_PROTOCOL], v[K_PORTS] != NULL);
+	if (kind == SL_RULE_ALLOW)
+		ok &= sl_policy_load_approve(&l->y, &r, v[K_APPROVE], v[K_APPROVE_TIMEOUT]);
 
 	if (ok && r.host_kind != SL_HOST_NAME && r.has_inject) {
 		/* TLS to an IP literal has no name to verify the certificate

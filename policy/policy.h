@@ -102,6 +102,11 @@ struct sl_rule {
 	/* protocol: tcp: its ports carry another protocol than HTTP or TLS,
 	 * relayed opaque once host and port are decided. Never with inspect. */
 	bool opaque;
+	/* `approve: true`: an allowed request waits, held, for a person's
+	 * answer on the control socket (docs/control.md), at most
+	 * approve_timeout_ms, then is denied. */
+	bool approve;
+	unsigned approve_timeout_ms;
 };
 
 struct sl_cidr {
@@ -248,6 +253,9 @@ const struct sl_rule *sl_policy_name_wildcard(const struct sl_policy *p, const c
  * upstream resolver in any minute (`dns: new_names_per_minute`). */
 #define SL_POLICY_DNS_NEW_NAMES_DEFAULT 60
 #define SL_POLICY_DNS_NEW_NAMES_MAX 10000
+/* approve_timeout: its default and its bounds, in seconds. */
+#define SL_POLICY_APPROVE_TIMEOUT_DEFAULT 60
+#define SL_POLICY_APPROVE_TIMEOUT_MAX 3600
 unsigned sl_policy_dns_new_names(const struct sl_policy *p);
 
 /*
