@@ -306,7 +306,10 @@ static void commands_cb(uv_poll_t *p, int status, int events)
 
 	(void)status;
 	(void)events;
-	n = sl_fd_recv(g->commands, &f, sizeof(f), &fd);
+	/* Each message is read whole at its own size: a CTL_RELOADED's is
+	 * the one with a text. */
+	n = recv(g->commands, &f, sizeof(f), MSG_PEEK | MSG_DONTWAIT);
+	n = sl_fd_recv(g->commands, &f, n == (ssize_t)sizeof(f) ? sizeof(f) : sizeof(m), &fd);
 	if (n == -EAGAIN)
 		return;
 	m = f.m;
