@@ -212,6 +212,12 @@ check "the run's socket exists on the host" "1" "$([ -S "$rsock" ] && echo 1)"
 out=$("$SLUICE" reload "$run_name" 2>&1)
 check "sluice reload NAME of a run: exit 0" "0" "$?"
 check_has "... and the supervisor says it reloaded" "reloaded" "$(cat "$T/run.err")"
+printf 'version: 1\nallow:\n  - host: ok.test\n    methods: [FETCH]\n' >"$T/policy.yaml"
+out=$("$SLUICE" reload "$run_pid" 2>&1)
+check "a broken policy through a run's socket: exit 1" "1" "$?"
+check_has "... the supervisor's loader's file:line comes back" "$T/policy.yaml:4:" "$out"
+check_has "... the old one stays" "not reloaded; the running policy stays in force" "$out"
+printf 'version: 1\nallow:\n  - host: ok.test\n' >"$T/policy.yaml"
 touch "$T/w/end"
 wait "$run_pid"
 check "sluice run ends normally" "0" "$?"
@@ -220,10 +226,10 @@ check "... and its socket is gone" "0" "$([ -e "$rsock" ] && echo 1 || echo 0)"
 # ---- a SIGKILLed supervisor's socket does not break ps ----
 rm -f "$T/w/ready" "$T/w/end"
 world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" \
-	-- sh -c "touch $T/w/ready; exec sleep 30" >/dev/null 2>&1
+	-- sh -c "touch $T/w/ready; exec sleep 30" >"$T/run2.out" 2>&1
 k=$!
 bg_pids+=("$k")
-wait_for_file "$T/w/ready" || notok "the second run did not start"
+wait_for_file "$T/w/ready" || wait_for_file "$T/w/ready" || notok "the second run did not start: $(cat "$T/run2.out")"
 for _ in $(seq 100); do [ -S "$CTL/$k.sock" ] && break; sleep 0.05; done
 kill -9 "$k"
 wait "$k" 2>/dev/null
@@ -233,6 +239,9 @@ check "sluice ps still works: exit 0" "0" "$?"
 check_lacks "... does not list it" " $k " "$(grep -v removed <<<"$out")"
 check_has "... says it removed the stale socket" "removed $CTL/$k.sock" "$out"
 check "... which is gone" "0" "$([ -e "$CTL/$k.sock" ] && echo 1 || echo 0)"
+# The next run tidies what the SIGKILLed one could not (its cgroup), as
+# after any SIGKILL: nothing of ours is left for other tests to find.
+world_host "$SLUICE" run -- true >/dev/null 2>&1
 check_has "the gateway still answers ps after all that" "ctl-$$ $gw " "$(ps_line "$gw")"
 
 kill "$gw"
