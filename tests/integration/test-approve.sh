@@ -217,4 +217,28 @@ check "... and none reached the origin" "0" "$(origin_count /bound-)"
 check "free.test (no approve) is not held" "200" \
 	"$(world_host curl -s -m 10 -x "http://$GW" -o /dev/null -w '%{http_code}' http://free.test/x)"
 
+# ---- capture: a sandbox's TLS connection that never asked a proxy ----
+mkdir -m 1777 "$T/w"
+world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--audit "$T/run-audit.log" -- sh -c \
+	"curl -s --noproxy '*' -m 30 --cacert $T/cert.pem -o /dev/null -w '%{http_code}' \
+		https://tun.test/captured >$T/w/cap.out 2>&1" >"$T/run.out" 2>&1
+run_pid=$!
+bg_pids+=("$run_pid")
+name=
+for _ in $(seq 200); do
+	name=$("$SLUICE" ps | awk -v p="$run_pid" '$2 == p { print $1 }')
+	[ -n "$name" ] && "$SLUICE" pending | grep -q "^[0-9a-f]* $name " && break
+	sleep 0.05
+done
+line=$("$SLUICE" pending | grep " $name ")
+check_has "a captured TLS connection is held on host and port (no method, path or body)" \
+	" $name - tun.test:443 - - - " "$line"
+[ -n "$line" ] || echo "# run: $(cat "$T/run.out") audit: $(cat "$T/run-audit.log")"
+check "... nothing reached the origin" "0" "$(origin_count /captured)"
+"$SLUICE" approve "${line%% *}" >/dev/null
+wait "$run_pid"
+check "... approved, the sandbox's client gets through" "200" "$(cat "$T/w/cap.out")"
+check "... exactly once" "1" "$(origin_count /captured)"
+
 finish
