@@ -38,7 +38,8 @@ struct sl_gw_control {
 	bool stopped;
 	struct ctl_client *clients;
 	unsigned n_clients;
-	struct ctl_client *reloading; /* the client a reload answers */
+	struct ctl_client *reloading; /* the client a reload answers; NULL: gone */
+	bool reload_busy;	       /* asked, its answer not back yet */
 };
 
 struct ctl_client {
@@ -99,7 +100,13 @@ static void client_close(struct ctl_client *cl)
 
 static void client_timeout(uv_timer_t *t)
 {
-	client_close(t->data);
+	struct ctl_client *cl = t->data;
+
+	/* A reload never answered (its starter wedged) must not keep every
+	 * later one refused. */
+	if (cl->ctl->reloading == cl)
+		cl->ctl->reload_busy = false;
+	client_close(cl);
 }
 
 static void put(struct ctl_client *cl, const char *s)
@@ -214,10 +221,13 @@ static void request(struct ctl_client *cl, const char *line, size_t len)
 	case SL_CTL_RELOAD:
 		if (!ctl->cfg.reload) {
 			finish(cl, false, "this gateway cannot reload");
-		} else if (ctl->reloading) {
+		} else if (ctl->reload_busy) {
+			/* One at a time: the answer that comes back is the
+			 * one asked for, whoever waits for it. */
 			finish(cl, false, "a reload is under way; try again");
 		} else {
 			ctl->reloading = cl;
+			ctl->reload_busy = true;
 			uv_timer_start(&cl->timer, client_timeout, RELOAD_MS, 0);
 			ctl->cfg.reload(ctl->cfg.data);
 		}
@@ -250,8 +260,10 @@ static void client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		request(cl, cl->line, (size_t)(nl - cl->line));
 		return;
 	}
-	if (cl->len >= sizeof(cl->line))
+	if (cl->len >= sizeof(cl->line)) {
+		uv_read_stop(s);
 		finish(cl, false, "request line too long");
+	}
 }
 
 /* Root only: the peer's uid as the kernel saw it when it connected. */
@@ -349,6 +361,9 @@ void sl_gw_control_reloaded(struct sl_gw_control *ctl, bool ok, const char *text
 	struct ctl_client *cl = ctl ? ctl->reloading : NULL;
 	char esc[600];
 
+	if (!ctl)
+		return;
+	ctl->reload_busy = false;
 	if (!cl)
 		return;
 	ctl->reloading = NULL;
