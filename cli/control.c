@@ -28,9 +28,11 @@
 /* The most sockets asked, and the most bytes read from one. */
 #define MAX_SOCKETS 1024
 #define ANSWER_MAX (1u << 20)
-/* A reload waits for the supervisor, which waits up to 10 s for the
- * gateway. */
-#define ANSWER_SECONDS 40
+/* How long an answer may take: a reload waits for the supervisor, which
+ * waits up to 10 s for the gateway; the rest are the gateway's alone, and
+ * one that is wedged must not hold `sluice ps` for long. */
+#define ANSWER_SECONDS 5
+#define RELOAD_SECONDS 40
 
 struct answer {
 	char *buf; /* every line, '\n'-separated, NUL-terminated */
@@ -91,7 +93,7 @@ static void print_line(FILE *f, const char *s)
 static int ask(const char *path, const char *line, struct answer *ret)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	struct timeval tv = {.tv_sec = ANSWER_SECONDS};
+	struct timeval tv = {.tv_sec = strcmp(line, "reload") ? ANSWER_SECONDS : RELOAD_SECONDS};
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct answer a = {0};
 	size_t cap = 0, n = strlen(line);
