@@ -455,13 +455,25 @@ static int ctl_reload_captured(struct sl_serve *t, char *text, size_t len);
 
 /* `sluice reload` through the gateway's control socket: the reload SIGHUP
  * does, of the file given at start (never one the gateway names: all it
- * can ask for is this), and what it said sent back for the caller. */
-static void ctl_reload(struct sl_serve *t)
+ * can ask for is this), and what it said sent back for the caller. The
+ * gateway asks; it must not get to hold the supervisor: one that does not
+ * read its commands is not reloaded (nor answered, never waited on), and
+ * one that does not take the bytes within GW_RELOAD_MS is as one that
+ * sent a message it must not (killed: false returned). */
+static bool ctl_reload(struct sl_serve *t)
 {
 	struct sl_serve_msg_failed f = {.m = {.type = SL_SERVE_MSG_CTL_RELOADED}};
+	struct pollfd p = {.fd = t->gw_commands, .events = POLLOUT};
 
+	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return true;
 	f.m.err = ctl_reload_captured(t, f.text, sizeof(f.text));
-	(void)sl_fd_send(t->gw_commands, &f, sizeof(f), -1);
+	if (f.m.err == -ETIMEDOUT) {
+		kill_gateway(t);
+		return false;
+	}
+	(void)send(t->gw_commands, &f, sizeof(f), MSG_DONTWAIT | MSG_NOSIGNAL);
+	return true;
 }
 
 enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
@@ -487,7 +499,8 @@ enum sl_serve_event sl_serve_gateway_event(struct sl_serve *t)
 			return SL_SERVE_GATEWAY_DIED;
 		}
 		if (f.m.type == SL_SERVE_MSG_CTL_RELOAD) {
-			ctl_reload(t);
+			if (!ctl_reload(t))
+				return SL_SERVE_GATEWAY_DIED;
 		} else if (f.m.type == SL_SERVE_MSG_COUNTERS) {
 			answer_counters(t);
 		} else if (!t->audit_err) {
@@ -605,7 +618,7 @@ int sl_serve_reload(struct sl_serve *t, const char *policy_path)
 			"%s: %s: the gateway did not take it (%s); the running policy "
 			"stays in force\n",
 			t->prog, policy_path, strerror(-r));
-		return -1;
+		return r == -ETIMEDOUT ? r : -1;
 	}
 	fence_reload(t, &ports);
 	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);
@@ -643,7 +656,7 @@ static int ctl_reload_captured(struct sl_serve *t, char *text, size_t len)
 			(void)!write(STDERR_FILENO, buf, (size_t)n);
 		}
 	text[have] = '\0';
-	return r < 0 ? -EINVAL : 0;
+	return r;
 }
 
 

@@ -151,5 +151,6 @@ bool sl_serve_gateway_reaped(struct sl_serve *s, pid_t pid, int status);
  * policy that fails to load, lies where others could change it
  * (policy-file.h), or names a secret not loaded at start or sends one
  * somewhere the running policy does not (sl_tls_covers) is reported and
- * the running one stays in force. 0 when reloaded, else -1. */
+ * the running one stays in force. 0 when reloaded, -ETIMEDOUT when the
+ * gateway did not take it in time, else -1. */
 int sl_serve_reload(struct sl_serve *s, const char *policy_path);
