@@ -223,6 +223,33 @@ wait "$run_pid"
 check "sluice run ends normally" "0" "$?"
 check "... and its socket is gone" "0" "$([ -e "$rsock" ] && echo 1 || echo 0)"
 
+# ---- sluice attach serves one too, and removes it when it detaches ----
+world_host_bg unshare --net sh -c \
+	"ip link set lo up; exec setpriv --bounding-set -net_admin --inh-caps -net_admin sleep 60" \
+	>/dev/null 2>&1
+u=$!
+bg_pids+=("$u")
+for _ in $(seq 100); do
+	[ "$(readlink /proc/$u/ns/net)" != "$(readlink /proc/$$/ns/net)" ] &&
+		[ "$(cat /proc/$u/comm 2>/dev/null)" = sleep ] && break
+	sleep 0.05
+done
+world_host_bg "$SLUICE" attach --pid "$u" --policy "$T/policy.yaml" --resolver "$N:53" \
+	2>"$T/attach.err"
+a=$!
+bg_pids+=("$a")
+for _ in $(seq 200); do
+	grep -q 'attached through' "$T/attach.err" 2>/dev/null && break
+	kill -0 "$a" 2>/dev/null || break
+	sleep 0.05
+done
+check_has "sluice ps lists an attach by its pid, with its policy" " $a $T/policy.yaml " \
+	"$(ps_line "$a")"
+kill -TERM "$a"
+wait "$a" 2>/dev/null
+check "... and its socket is gone once it detached" "0" "$([ -e "$CTL/$a.sock" ] && echo 1 || echo 0)"
+kill "$u" 2>/dev/null
+
 # ---- a SIGKILLed supervisor's socket does not break ps ----
 rm -f "$T/w/ready" "$T/w/end"
 world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" \
