@@ -94,8 +94,7 @@ void conn_write_audit(struct conn *c)
 	    .duration_ms = (int64_t)(uv_now(c->gw->loop) - c->start_loop_ms),
 	    .proto = c->socks ? "socks5" : NULL,
 	    .approval = c->approval.outcome,
-	    .approved_by = c->approval.uid,
-	    .wait_ms = (int64_t)c->approval.wait_ms,
+	    .approved_by = c->approval.uid, .wait_ms = (int64_t)c->approval.wait_ms,
 	};
 	char rule[96];
 
