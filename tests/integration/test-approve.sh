@@ -159,6 +159,22 @@ wait "$c1"
 check "... approved, the tunnel carries the request" "200" "$(cat "$T/c1.out")"
 check "... exactly once" "1" "$(origin_count /through-tunnel)"
 
+# ---- SOCKS5 on the proxy port: decided as CONNECT is, held the same ----
+world_host curl -s -m 20 -x "socks5h://$GW" --cacert "$T/cert.pem" -o /dev/null -w '%{http_code}' \
+	https://tun.test/through-socks >"$T/s1.out" 2>&1 &
+bg_pids+=($!)
+s1=$!
+wait_pending 1 || notok "the SOCKS5 request never showed in pending"
+line=$(pending)
+check_has "a held SOCKS5 CONNECT shows host and port" " $SB CONNECT tun.test:443 - - - " "$line"
+check "... nothing reached the origin" "0" "$(origin_count /through-socks)"
+"$SLUICE" approve "${line%% *}" >/dev/null
+wait "$s1"
+check "... approved, it gets through" "200" "$(cat "$T/s1.out")"
+check "... exactly once" "1" "$(origin_count /through-socks)"
+check_has "... audited as SOCKS5, approved" '"proto":"socks5"' \
+	"$(audit_match '"host":"tun.test"' '"approval":"approved"' '"proto":"socks5"')"
+
 # ---- inspected: method, path, the body's size and start, escaped ----
 printf 'line1\nline2\033[31mred\033]0;title\007' >"$T/body.bin"
 world_host curl -s -m 20 -x "http://$GW" --cacert "$T/ca/ca-bundle.crt" -o /dev/null \
