@@ -155,6 +155,49 @@ check_has "... audited with the literal, decided by its rule" '"host":"2001:db8:
 	"$(audit_match '2001:db8::2' '"proto":"socks5"')"
 check "half a greeting: no answer until it is whole" "waiting" "$(sc partial 1)"
 
+# ---- the review's attempts (#13): every one of them stays decided ----
+before=$(world_canary_count)
+# Names that spell an address: the same normal form as a CONNECT's, so
+# the same literal checks; none of them is a name the budget counts.
+for n in 203.0.113.99 203.0.113.99. 3405803875 0xcb.0.0x71.0x63 0313.0.0161.0143 127.0.0.1 0x7f.1 \
+	localhost LOCALHOST. 2130706433; do
+	check "a name spelling a refused address ($n): reply 2" "rep=2" "$(sc request name "$n" 80)"
+done
+check "... audited with the address it spells" "1" \
+	"$(audit_count '"host":"203.0.113.99","port":80' '"proto":"socks5"' '"reason":"no-rule"' | awk '{print ($1 >= 5)}')"
+for a in ::ffff:203.0.113.99 64:ff9b::cb00:7163 ::ffff:127.0.0.1 ::1; do
+	check "an IPv6 form of a refused address ($a): reply 2" "rep=2" "$(sc request ipv6 "$a" 80)"
+done
+check "a name spelling the allowed literal (3405803778): decided as 203.0.113.2" "HTTP/1.1 200 OK" \
+	"$(sc get 3405803778 80 203.0.113.2 /socks-intlit)"
+check "... served" "1" "$(origin_has /socks-intlit)"
+check "an upper-case name with a trailing dot is the same name" "HTTP/1.1 200 OK" \
+	"$(sc get ALLOWED.TEST. 80 allowed.test /socks-upper)"
+check_has "... audited as its normal form" '"host":"allowed.test","port":80' \
+	"$(audit_match '/socks-upper' '"proto":"socks5"')"
+check "a greeting of 255 methods, no-auth the last, is served" "HTTP/1.1 200 OK" \
+	"$(sc methods255 allowed.test /socks-255)"
+# (The 400 itself may not reach the client: closed with its bytes unread,
+# the gateway's socket resets; the audit says what it answered.)
+check_has "SOCKS5 pipelined after a proxy GET: the GET is served" "200" \
+	"$(sc after-http allowed.test /socks-after-http "$WORLD_CANARY")"
+check_has "... and the rest is the next request, a bad one" \
+	'"status":400,"decision":"deny","rule":null,"reason":"bad-request"' \
+	"$(grep -A1 -F '/socks-after-http' "$T/audit.log" | tail -n 1)"
+check "SOCKS5 inside a CONNECT tunnel: refused as not HTTP" "HTTP/1.1 200 Connection established then closed" \
+	"$(sc in-connect allowed.test 80 "$WORLD_CANARY")"
+check "a second SOCKS5 request after the first: the tunnel's first flight, refused" "rep=0 then closed" \
+	"$(sc twice allowed.test "$WORLD_CANARY")"
+check_has "... audited as not HTTP" '"reason":"not-http"' \
+	"$(audit_match '"host":"allowed.test","port":80' '"proto":"socks5"' | tail -n 1)"
+sc direct "$N" 80 "$WORLD_CANARY" >/dev/null
+check_has "SOCKS5 sent to a captured port: decided by its address, refused as not HTTP" \
+	'"host":"203.0.113.2","port":80,"path":null,"status":403,"decision":"deny","rule":"allow[2]","reason":"not-http"' \
+	"$(audit_match '"event":"connect"' '"host":"203.0.113.2","port":80' | tail -n 1)"
+check_has "a greeting refused for its methods is audited" '"reason":"socks-no-method"' \
+	"$(audit_match '"reason":"socks-no-method"' '"proto":"socks5"')"
+check "... and none of them reached the canary" "$before" "$(world_canary_count)"
+
 # ---- `sluice gateway` serves SOCKS5 on its --listen port too ----
 world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen 203.0.113.1:3130 \
 	--resolver "$N:53" --audit "$T/gw-audit.log" --sandbox gw --header-timeout 1000 \

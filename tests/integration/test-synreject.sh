@@ -25,6 +25,7 @@ T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 world_services allowed.test=$N denied.test=$N || { echo "not ok - services"; exit 1; }
 cp "$here/lib/portprobe.py" "$T/portprobe.py"
+cp "$here/lib/keepalive.py" "$T/keepalive.py"
 mkdir -m 777 "$T/w"
 # A second origin port, which only the reloaded policy allows.
 world_bg "$WORLD_NET" python3 -m http.server 8080 --bind "$N" --directory "$T/w" >/dev/null 2>"$T/alt.log"
@@ -137,6 +138,35 @@ wait "$pid"
 check "a failed reload changes nothing: 8080 still captured and served" "HTTP/1.0 200 OK" \
 	"$(cat "$T/w/5")"
 check "... and 8081 still refused" "refused" "$(cat "$T/w/6")"
+
+# ---- a reload that takes a port away, under a connection open on it ----
+write_policy "$T/policy.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+P
+rm -f "$T/w/ready" "$T/w/go"
+world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--audit "$T/audit.log" -- python3 "$T/keepalive.py" "$N" 80 allowed.test "$T/w/ready" "$T/w/go" \
+	>"$T/reload2.out" 2>&1
+pid=$!
+wait_for_file_long "$T/w/ready"
+write_policy "$T/policy.yaml" <<'P'
+version: 1
+allow:
+  - host: allowed.test
+    ports: [443]
+P
+n=$(grep -c ': reloaded' "$T/reload2.out")
+kill -HUP "$pid"
+for _ in $(seq 100); do [ "$(grep -c ': reloaded' "$T/reload2.out")" -gt "$n" ] && break; sleep 0.05; done
+touch "$T/w/go"
+wait "$pid"
+check "a reload that drops port 80: the connection open on it is decided by the new policy (403), a new one refused at the SYN" \
+	"HTTP/1.1 200 OK / HTTP/1.1 403 Forbidden / refused" "$(grep -v ': reloaded' "$T/reload2.out")"
+check_has "... its second request audited as denied for its port" '"status":403,"decision":"deny","rule":null,"reason":"port"' \
+	"$(audit_match '/keepalive' | tail -n 1)"
+check "... the origin served only the first" "1" "$(grep -c 'GET /keepalive' "$T/origin.log")"
 check "the canary saw nothing" "$before" "$(world_canary_count)"
 
 finish

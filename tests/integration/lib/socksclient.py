@@ -153,6 +153,46 @@ def main():
         assert recv_exact(s, 2) == b"\x05\x00"
         s.sendall(b"\x05\x01\x00\x03\x0callow")
         print(reply_code(s))
+    elif case == "after-http":  # HOST PATH ADDR: a proxy GET, then SOCKS5 to ADDR pipelined
+        get = "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (args[0], args[1], args[0])
+        s.sendall(get.encode() + b"\x05\x01\x00" + ipv4_req(args[2], 80) +
+                  b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        print(" ".join(l.split(" ", 2)[1] for l in read_all(s).split("\r\n")
+                       if l.startswith("HTTP/1.1 ")))
+    elif case == "in-connect":  # HOST PORT ADDR: SOCKS5 to ADDR inside CONNECT HOST:PORT
+        s.sendall(("CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (args[0], args[1], args[0],
+                                                                          args[1])).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            k = s.recv(1)
+            if not k:
+                break
+            head += k
+        s.sendall(b"\x05\x01\x00" + ipv4_req(args[2], 80) + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = read_all(s)
+        print("%s then %s" % (status_line(head.decode(errors="replace")), got[:12] or "closed"))
+    elif case == "twice":  # HOST ADDR: a second SOCKS5 request (to ADDR) after the first
+        s.sendall(b"\x05\x01\x00" + name_req(args[0], 80) + ipv4_req(args[1], 80) +
+                  b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert recv_exact(s, 2) == b"\x05\x00"
+        r = reply_code(s)
+        print("%s then %s" % (r, read_all(s)[:12] or "closed"))
+    elif case == "methods255":  # HOST PATH: 255 methods, no-auth the last
+        s.sendall(bytes([5, 255]) + bytes(range(1, 255)) + b"\x00")
+        r = recv_exact(s, 2)
+        if r != b"\x05\x00":
+            print("method=%s" % r.hex())
+            return
+        s.sendall(name_req(args[0], 80))
+        r = reply_code(s)
+        print(r if r != "rep=0" else status_line(http_get(s, args[0], args[1])))
+    elif case == "direct":  # ADDR PORT TARGET: SOCKS5 to TARGET sent straight to ADDR:PORT (captured)
+        s.close()
+        s = socket.create_connection((args[0], int(args[1])), timeout=10)
+        s.settimeout(10)
+        s.sendall(b"\x05\x01\x00" + ipv4_req(args[2], 80) + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = read_all(s)
+        print(status_line(got) if got else "closed")
     else:
         raise SystemExit("unknown case " + case)
 
