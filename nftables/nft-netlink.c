@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <libmnl/libmnl.h>
@@ -37,6 +38,9 @@
 /* The kernel answers a batch while it is being sent (the ACKs are queued
  * before sendmsg returns); this only bounds a wait that should not happen. */
 #define ACK_TIMEOUT_MS 5000
+/* What one ACK may take of the receive buffer (its skb's truesize, with
+ * room to spare; the kernel doubles what is asked for besides). */
+#define ACK_ROOM 1024
 
 int sl_nft_open(struct sl_nft **ret, char *err, size_t errlen)
 {
@@ -308,6 +312,37 @@ static int read_acks(struct sl_nft *nft, struct batch_state *st)
 	return 0;
 }
 
+/* Grow one of the socket's buffers to at least `want` bytes (the kernel
+ * reports and keeps twice what is set). The FORCE option is past
+ * net.core.[rw]mem_max, for CAP_NET_ADMIN, which whoever sends a batch has;
+ * without it, the plain one, as far as the maximum lets it. */
+static void grow_buffer(int fd, int opt, int force_opt, size_t want)
+{
+	int cur = 0, v;
+	socklen_t len = sizeof(cur);
+
+	if (want > (size_t)(INT32_MAX / 2))
+		want = INT32_MAX / 2;
+	if (getsockopt(fd, SOL_SOCKET, opt, &cur, &len) == 0 && cur > 0 && (size_t)cur >= want)
+		return;
+	v = (int)want;
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+/* A batch of many rules (one per captured port, up to
+ * SL_NFT_MAX_CAPTURE_PORTS) outgrows a socket's default buffers: the
+ * kernel refuses a send longer than the send buffer (EMSGSIZE), and drops
+ * the ACKs that do not fit the receive buffer (ENOBUFS: the batch is
+ * committed, its answer lost). Both are made to fit first, as nft(8) does. */
+static void fit_buffers(struct sl_nft *nft, size_t send_len, size_t n_acks)
+{
+	int fd = mnl_socket_get_fd(nft->nl);
+
+	grow_buffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, send_len + 4096);
+	grow_buffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, n_acks * ACK_ROOM + RECV_SIZE);
+}
+
 int sl_nft_send_plan(struct sl_nft *nft, const struct sl_nft_plan *plan, const uint32_t *genid,
 		     ssize_t *ret_failed_op, char *err, size_t errlen)
 {
@@ -329,6 +364,7 @@ int sl_nft_send_plan(struct sl_nft *nft, const struct sl_nft_plan *plan, const u
 		sl_nft_set_err(err, errlen, "building the nftables batch: %s", strerror(-r));
 		return r;
 	}
+	fit_buffers(nft, len, plan->n_ops + 2);
 	/* One sendmsg: the kernel takes a batch only whole, from one skb. */
 	if (mnl_socket_sendto(nft->nl, buf, len) < 0) {
 		r = negative_errno();

@@ -167,6 +167,38 @@ check "a reload that drops port 80: the connection open on it is decided by the 
 check_has "... its second request audited as denied for its port" '"status":403,"decision":"deny","rule":null,"reason":"port"' \
 	"$(audit_match '/keepalive' | tail -n 1)"
 check "... the origin served only the first" "1" "$(grep -c 'GET /keepalive' "$T/origin.log")"
+
+# ---- many ports: as many as are listed one by one (SL_NFT_MAX_CAPTURE_PORTS) ----
+many_ports() { # N: a policy for allowed.test naming 80 and N - 1 ports from 2000 on
+	{
+		printf 'version: 1\nallow:\n  - host: allowed.test\n    ports: [80'
+		for i in $(seq 2000 $((2000 + $1 - 2))); do printf ', %d' "$i"; done
+		printf ']\n'
+	} >"$T/policy.yaml"
+	chmod 644 "$T/policy.yaml"
+}
+many_ports 1024
+check "a policy naming 1024 ports: run starts, a listed port is captured and decided" \
+	"HTTP/1.1 200 OK, closed, refused" \
+	"$(run sh -c "python3 $T/portprobe.py $N 80 allowed.test; python3 $T/portprobe.py $N 3022; \
+		python3 $T/portprobe.py $N 3023" | paste -sd, | sed 's/,/, /g')"
+many_ports 2
+mkdir -m 777 "$T/w3"
+world_host_bg "$SLUICE" run --ro "$T" --rw "$T/w3" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--audit "$T/audit.log" -- sh -c "
+	w() { for i in \$(seq 200); do [ -e \$1 ] && return; sleep 0.05; done; }
+	python3 $T/portprobe.py $N 3022 >$T/w3/1; touch $T/w3/ready; w $T/w3/go
+	python3 $T/portprobe.py $N 3022 >$T/w3/2" >"$T/reload3.out" 2>&1
+pid=$!
+wait_for_file_long "$T/w3/ready"
+many_ports 1024
+n=$(grep -c ': reloaded' "$T/reload3.out")
+kill -HUP "$pid"
+for _ in $(seq 100); do [ "$(grep -c ': reloaded' "$T/reload3.out")" -gt "$n" ] && break; sleep 0.05; done
+touch "$T/w3/go"
+wait "$pid"
+check "a reload to 1024 ports: the new ports captured (accepted, then decided), no error" \
+	"refused closed 0" "$(cat "$T/w3/1") $(cat "$T/w3/2") $(grep -c -i 'nftables' "$T/reload3.out")"
 check "the canary saw nothing" "$before" "$(world_canary_count)"
 
 finish
