@@ -24,6 +24,7 @@
 #include "control-proto.h"
 #include "gateway-internal.h"
 #include "macro.h"
+#include "metrics.h"
 
 #define HOLD_TICK_MS 200
 /* What `sluice pending` shows of a path and of a body's start. */
@@ -79,6 +80,14 @@ static void record(struct sl_gw_hold *h, const char *outcome, int64_t uid)
 	h->out->outcome = outcome;
 	h->out->uid = uid;
 	h->out->wait_ms = now > h->start_ms ? now - h->start_ms : 0;
+	/* A person's answer or its absence is an approval wait; a client that
+	 * left or a reload is not. */
+	if (!strcmp(outcome, "approved"))
+		sl_metrics_approval_wait(h->gw->metrics, SL_METRICS_APPROVED, h->out->wait_ms);
+	else if (!strcmp(outcome, "denied"))
+		sl_metrics_approval_wait(h->gw->metrics, SL_METRICS_REFUSED, h->out->wait_ms);
+	else if (!strcmp(outcome, "timeout"))
+		sl_metrics_approval_wait(h->gw->metrics, SL_METRICS_TIMED_OUT, h->out->wait_ms);
 }
 
 /* End h: the outcome recorded, then the one op called (after detach,

@@ -103,11 +103,9 @@ void conn_write_audit(struct conn *c)
 	c->audited = true;
 	if (c->decided && c->dec.rule)
 		r.rule = sl_rule_id(c->dec.rule, rule, sizeof(rule));
-	if (c->gw->audit)
-		(void)sl_audit_write(c->gw->audit, &r);
+	sl_gw_audit_record(c->gw, &r);
 	(void)sl_gw_audit_ok(c->gw);
 	c->approval = (struct sl_gw_approval){0};
-	*(r.decision[0] == 'a' ? &c->gw->n_allowed : &c->gw->n_denied) += 1;
 }
 
 void conn_set_state(struct conn *c, enum state to)

@@ -19,6 +19,7 @@
 #include "control.h"
 #include "gateway-internal.h"
 #include "macro.h"
+#include "metrics.h"
 
 #define MAX_CLIENTS 8
 #define CLIENT_MS 5000
@@ -172,15 +173,16 @@ static void info(struct ctl_client *cl)
 	const struct sl_gw_control_cfg *k = &cl->ctl->cfg;
 	struct sl_gw *gw = cl->ctl->gw;
 	char name[96], pol[1024], line[1300];
+	uint64_t allowed, denied;
 
 	sl_ctl_escape(k->name ? k->name : "-", k->name ? strlen(k->name) : 1, false, name,
 		      sizeof(name));
 	sl_ctl_escape(k->policy_path ? k->policy_path : "-",
 		      k->policy_path ? strlen(k->policy_path) : 1, false, pol, sizeof(pol));
+	sl_metrics_requests(sl_gw_metrics(gw), &allowed, &denied);
 	snprintf(line, sizeof(line), "%s %ld %ld %s %llu %llu %llu %u", name, k->pid,
 		 k->gateway_pid, pol, (unsigned long long)k->started_s,
-		 (unsigned long long)gw->n_allowed, (unsigned long long)gw->n_denied,
-		 sl_gw_holds_count(gw));
+		 (unsigned long long)allowed, (unsigned long long)denied, sl_gw_holds_count(gw));
 	data_line(cl, line);
 	finish(cl, true, NULL);
 }

@@ -96,7 +96,6 @@ struct sl_gw {
 	 * the records said so far, for `sluice ps` (control.c). */
 	struct sl_gw_hold *holds;
 	unsigned n_holds;
-	uint64_t n_allowed, n_denied;
 };
 
 /* gw-core.c: what every part of the gateway shares, calling none of them. */
@@ -144,6 +143,7 @@ void sl_gw_tls_free(struct sl_gw *gw);
  * the audit log's observer); at shutdown, close the listener and its
  * scrapers; whether any is still open; free it all once none is. */
 int sl_gw_metrics_init(struct sl_gw *gw);
+void sl_gw_audit_record(struct sl_gw *gw, const struct sl_audit_record *r);
 void sl_gw_metrics_close(struct sl_gw *gw);
 bool sl_gw_metrics_open(const struct sl_gw *gw);
 void sl_gw_metrics_free(struct sl_gw *gw);

@@ -357,6 +357,16 @@ int sl_gw_metrics_init(struct sl_gw *gw)
 	return 0;
 }
 
+/* A connection's record: to the log, whose observer counts it, or, with
+ * no log, straight to the counters, so `sluice ps` counts all the same. */
+void sl_gw_audit_record(struct sl_gw *gw, const struct sl_audit_record *r)
+{
+	if (gw->audit)
+		(void)sl_audit_write(gw->audit, r);
+	else
+		sl_metrics_audit_record(gw->metrics, r);
+}
+
 struct sl_metrics *sl_gw_metrics(struct sl_gw *gw)
 {
 	return gw->metrics;

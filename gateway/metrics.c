@@ -268,7 +268,7 @@ void sl_metrics_scraped(struct sl_metrics *m, int status)
 
 void sl_metrics_requests(const struct sl_metrics *m, uint64_t *ret_allowed, uint64_t *ret_denied)
 {
-	static const int evs[] = {SL_METRICS_EV_HTTP, SL_METRICS_EV_CONNECT, SL_METRICS_EV_DNS};
+	static const int evs[] = {SL_METRICS_EV_HTTP, SL_METRICS_EV_CONNECT};
 	uint64_t allowed = 0, denied = 0;
 
 	for (size_t e = 0; e < sizeof(evs) / sizeof(evs[0]); e++)
@@ -276,7 +276,7 @@ void sl_metrics_requests(const struct sl_metrics *m, uint64_t *ret_allowed, uint
 			for (size_t r = 0; r <= SL_METRICS_MAX_REASONS; r++) {
 				uint64_t v = m->requests[evs[e]][d][r];
 
-				if (d == SL_METRICS_ALLOW || d == SL_METRICS_OBSERVE_DENY)
+				if (d == SL_METRICS_ALLOW)
 					allowed += v;
 				else
 					denied += v;

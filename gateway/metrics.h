@@ -77,9 +77,9 @@ void sl_metrics_approval_wait(struct sl_metrics *m, enum sl_metrics_approval how
  * many at once, or from the sandbox's addresses). */
 void sl_metrics_scraped(struct sl_metrics *m, int status);
 
-/* Requests decided so far (every record but the blocked packets' and the
- * summaries': http, connect and dns), by decision: observe-deny counts as
- * allowed (it was let through). For `sluice ps`. */
+/* Requests decided so far (the http and connect records: not DNS queries,
+ * not blocked packets), by decision: observe-deny counts as denied (a rule
+ * would have denied it; observe only let it through). For `sluice ps`. */
 void sl_metrics_requests(const struct sl_metrics *m, uint64_t *ret_allowed, uint64_t *ret_denied);
 
 /* What a scrape reads from the gateway itself, at the time of the scrape. */

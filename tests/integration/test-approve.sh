@@ -60,8 +60,13 @@ check_has "sluice check shows the hold and its timeout" "approve (held for a per
 mkdir -m 700 "$T/ca"
 world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" --listen $GW \
 	--resolver "$N:53" --audit "$T/audit.log" --sandbox approve-$$ --upstream-ca "$T/cert.pem" \
-	--ca-dir "$T/ca" || exit 1
+	--ca-dir "$T/ca" --metrics 127.0.0.1:9464 || exit 1
 gw=$world_gw_pid
+# The approval-wait histogram's count for one outcome (docs/metrics.md).
+waits() {
+	world_host curl -s -m 5 http://127.0.0.1:9464/metrics |
+		sed -n "s/^sluice_approval_wait_seconds_count{outcome=\"$1\"} //p"
+}
 SB=approve-$$
 
 # Only our gateway's lines (other sluices may run on this machine).
@@ -196,6 +201,10 @@ check "... approved, it reached the origin with its body" "200" "$(cat "$T/i1.ou
 check "... exactly once" "1" "$(origin_count 'POST /upload')"
 check_has "... its record is an inspected allow, approved" '"tls":"inspect"' \
 	"$(audit_match '"path":"/upload"' '"approval":"approved"')"
+
+# ---- the metrics count each person's answer and each timeout ----
+check "the approval-wait histogram: 4 approved, 1 denied, 1 timed out" "4 1 1" \
+	"$(waits approved) $(waits denied) $(waits timeout)"
 
 # ---- the client goes away while held ----
 curl_bg g1 http://hold.test/goes-away
