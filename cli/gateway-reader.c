@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -77,13 +79,26 @@ static void close_others(int keep_a, int keep_b)
 	close_range(hi + 1, ~0u, 0);
 }
 
+/* The gateway (our parent) has exited: its socket's end closing is not
+ * enough, a gateway taken over could close it and live on as the uid. */
+static bool gateway_gone(int pidfd, pid_t gateway)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	if (getppid() != gateway)
+		return true;
+	return pidfd >= 0 && poll(&p, 1, 2000) == 1 && (p.revents & POLLIN);
+}
+
 __attribute__((noreturn)) static void reader_main(int sock, const char *prog,
 						   const char *policy_path, const char *audit_path,
-						   uid_t release_uid, int lock_fd)
+						   uid_t release_uid, int lock_fd, pid_t gateway)
 {
 	bool was_link;
+	int pidfd;
 
 	close_others(sock, lock_fd);
+	pidfd = (int)syscall(SYS_pidfd_open, gateway, 0);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGUSR1, SIG_IGN);
@@ -113,7 +128,9 @@ __attribute__((noreturn)) static void reader_main(int sock, const char *prog,
 	/* The gateway served the control socket; chrooted, it cannot
 	 * remove it: this process, which outlives it, does. */
 	sl_cli_ctl_remove();
-	if (release_uid != (uid_t)-1)
+	/* Released clean only once no process of the uid is left; else the
+	 * lock file stays, and the uid's next holder walks /proc for it. */
+	if (release_uid != (uid_t)-1 && gateway_gone(pidfd, gateway))
 		sl_netns_user_release(NULL, release_uid, lock_fd);
 	_exit(0);
 }
@@ -122,6 +139,7 @@ int sl_gw_reader_start(struct sl_gw_reader *r, const char *prog, const char *pol
 		       const char *audit_path, uid_t release_uid, int lock_fd, char *err,
 		       size_t errlen)
 {
+	const pid_t gateway = getpid();
 	int sv[2];
 	pid_t pid;
 
@@ -141,7 +159,7 @@ int sl_gw_reader_start(struct sl_gw_reader *r, const char *prog, const char *pol
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		reader_main(sv[1], prog, policy_path, audit_path, release_uid, lock_fd);
+		reader_main(sv[1], prog, policy_path, audit_path, release_uid, lock_fd, gateway);
 	}
 	close(sv[1]);
 	r->pid = pid;

@@ -274,8 +274,11 @@ static void run_teardown(struct run *r)
 	sl_trace("sandbox freed");
 	sl_serve_rules_remove(&r->serve);
 	sl_trace("rules removed");
-	/* Whatever is left of the sandbox dies here, before its uid is free. */
-	sl_netns_cgroup_free(TAKE_PTR(r->cgroup));
+	/* Whatever is left of the sandbox dies here, before its uid is free.
+	 * If something may still live, the uid's lock file stays as it is
+	 * (marked): its next holder walks /proc and scrubs before using it. */
+	if (sl_netns_cgroup_free(TAKE_PTR(r->cgroup)) < 0 && r->uid_lock >= 0)
+		close(TAKE_FD(r->uid_lock));
 	sl_trace("cgroup freed");
 	sl_netns_proc_close(&r->proc);
 	sl_pty_close(&r->pty);

@@ -533,28 +533,36 @@ int sl_netns_cgroup_kill(const struct sl_netns_cgroup *cg)
 	return cg ? -EBUSY : 0;
 }
 
-void sl_netns_cgroup_free(struct sl_netns_cgroup *cg)
+int sl_netns_cgroup_free(struct sl_netns_cgroup *cg)
 {
 	const struct timespec tick = {.tv_nsec = KILL_TICK_NS};
+	bool removed = true, stuck = false;
+	int ret;
 
 	if (!cg)
-		return;
+		return 0;
 	/* Whatever the command left behind goes with it. */
-	(void)sl_netns_cgroup_kill(cg);
+	ret = sl_netns_cgroup_kill(cg);
 	for (size_t i = 0; i < cg->n; i++) {
 		struct group *g = &cg->g[i];
+		int r = -EBUSY;
 
 		sl_closep(&g->procs_fd);
 		sl_closep(&g->dir_fd);
 		/* An exiting process may hold the group a moment longer
 		 * than it shows in cgroup.procs. */
 		for (int tries = 0; tries < 50; tries++) {
-			if (rmdir(g->dir) == 0 || errno != EBUSY)
+			r = rmdir(g->dir) == 0 ? 0 : negative_errno();
+			if (r != -EBUSY)
 				break;
 			kill_group(g);
 			nanosleep(&tick, NULL);
 		}
+		removed = removed && (r == 0 || r == -ENOENT);
+		stuck = stuck || r == -EBUSY;
 		free(g->dir);
 	}
 	free(cg);
+	/* Empty when looked at last, or removed: nothing is left inside. */
+	return !stuck && (ret == 0 || removed) ? 0 : -EBUSY;
 }

@@ -206,8 +206,10 @@ int sl_netns_cgroup_new(const struct sl_netns_limits *limits, struct sl_netns_cg
  * groups are empty, for at most about 5 s. 0 when empty (and for NULL),
  * -EBUSY when something is still inside (a process stuck in the kernel). */
 int sl_netns_cgroup_kill(const struct sl_netns_cgroup *cg);
-/* sl_netns_cgroup_kill(), then remove the groups. Accepts NULL. */
-void sl_netns_cgroup_free(struct sl_netns_cgroup *cg);
+/* sl_netns_cgroup_kill(), then remove the groups. Accepts NULL. 0 when
+ * nothing was left inside (the uid the command ran as may be released
+ * clean), -EBUSY when a process may still live. */
+int sl_netns_cgroup_free(struct sl_netns_cgroup *cg);
 
 /* ---- The sandbox: namespace, veth, addresses, route. ---- */
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "netns.h"
+#include "trace.h"
 #include "util.h"
 
 #define DEFAULT_UID_LOCK_DIR "/run/sluice/uid"
@@ -323,17 +324,38 @@ static bool nss_knows(uint32_t id)
  * another sandbox holds it, < 0 on error. The holder unlinks the file when
  * it lets go (sl_netns_user_release), so a lock taken on a file that was
  * unlinked meanwhile is no lock at all: check that the file we hold is
- * still the one the name points to, as systemd's make_lock_file() does. */
-static int lock_uid(int dfd, const char *dir, uint32_t uid, int *ret_fd, char *err, size_t errlen)
+ * still the one the name points to, as systemd's make_lock_file() does.
+ *
+ * *ret_clean: no one has had the uid since it was last released clean.
+ * Every holder writes a mark into the file as soon as it has the lock,
+ * before it does anything with the uid, and only a release that saw every
+ * process of the uid gone and emptied its keyrings removes the file. So a
+ * file that we created just now and that is still empty under our lock
+ * proves that no sluice left anything of the uid's behind: no process (a
+ * SIGKILLed holder leaves its file, marked), no keyring, no IPC object.
+ * A file that was there already is one a holder left unreleased (or one
+ * of a sluice before this scheme): the caller checks /proc and scrubs. */
+static int lock_uid(int dfd, const char *dir, uint32_t uid, int *ret_fd, bool *ret_clean,
+		    char *err, size_t errlen)
 {
-	char name[16];
+	char name[16], mark[32];
+	int len;
 
 	snprintf(name, sizeof(name), "%" PRIu32, uid);
+	len = snprintf(mark, sizeof(mark), "%ld\n", (long)getpid());
 	for (int tries = 0; tries < MAX_LOCK_RACES; tries++) {
 		_cleanup_close_ int fd = -1;
+		bool created = true;
 		struct stat a, b;
 
-		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+			    0600);
+		if (fd < 0 && errno == EEXIST) {
+			created = false;
+			fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+			if (fd < 0 && errno == ENOENT)
+				continue; /* released between the two opens */
+		}
 		if (fd < 0)
 			return sl_err(err, errlen, negative_errno(), "opening lock file %s/%s: %m",
 				      dir, name);
@@ -347,6 +369,12 @@ static int lock_uid(int dfd, const char *dir, uint32_t uid, int *ret_fd, char *e
 			return sl_err(err, errlen, negative_errno(), "stat %s/%s: %m", dir, name);
 		if (fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_nlink > 0 &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			/* Marked before the uid is used: from now on, until a
+			 * clean release removes it, the file says "not clean". */
+			if (pwrite(fd, mark, (size_t)len, 0) != len)
+				return sl_err(err, errlen, errno ? negative_errno() : -EIO,
+					      "writing lock file %s/%s: %m", dir, name);
+			*ret_clean = created && a.st_size == 0;
 			*ret_fd = TAKE_FD(fd);
 			return 1;
 		}
@@ -528,7 +556,9 @@ static int scrub_uid(uint32_t id)
 
 /* Remove our lock file while still holding it, so whoever opened it
  * meanwhile sees (lock_uid) that it is stale; then let go. Only our own
- * file: the name could only point elsewhere if someone removed ours. */
+ * file: the name could only point elsewhere if someone removed ours. The
+ * removal says "released clean" (lock_uid): only for a uid that no process
+ * has and that left nothing in the kernel. */
 static void unlock_uid(const char *dir, uint32_t uid, int lock_fd)
 {
 	char path[320];
@@ -545,10 +575,14 @@ void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd)
 {
 	if (lock_fd < 0)
 		return;
-	/* Tidy now rather than at the next allocation of the uid (which
-	 * scrubs again, and refuses the uid if that fails). */
-	if (geteuid() == 0)
-		(void)scrub_uid(uid);
+	/* The next holder of the uid skips the scrub (and the walk of /proc)
+	 * when the file is gone: it goes only once the scrub worked. If not,
+	 * the file stays, marked, and the next allocation scrubs again (and
+	 * refuses the uid if that fails). */
+	if (geteuid() == 0 && scrub_uid(uid) < 0) {
+		close(lock_fd);
+		return;
+	}
 	unlock_uid(lock_dir ? lock_dir : DEFAULT_UID_LOCK_DIR, uid, lock_fd);
 }
 
@@ -559,13 +593,14 @@ struct search {
 	const char *subuid, *subgid;
 	uint32_t first, n, start, i;
 	unsigned scans;
+	bool clean[SL_NETNS_MAX_ALLOC]; /* per candidate: see lock_uid() */
 };
 
 /* The next uid to look at closer: in no subid range, without a passwd or
  * group entry, and its lock taken. 1 (*ret_id, *ret_fd), 0 when the range
  * is done, < 0 on error. */
-static int next_candidate(struct search *sr, uint32_t *ret_id, int *ret_fd, char *err,
-			  size_t errlen)
+static int next_candidate(struct search *sr, uint32_t *ret_id, int *ret_fd, bool *ret_clean,
+			  char *err, size_t errlen)
 {
 	while (sr->i < sr->n) {
 		const uint32_t id = sr->first + (sr->start + sr->i++) % sr->n;
@@ -576,7 +611,7 @@ static int next_candidate(struct search *sr, uint32_t *ret_id, int *ret_fd, char
 			continue;
 		if (nss_knows(id))
 			continue;
-		r = lock_uid(sr->dfd, sr->dir, id, &fd, err, errlen);
+		r = lock_uid(sr->dfd, sr->dir, id, &fd, ret_clean, err, errlen);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -590,23 +625,36 @@ static int next_candidate(struct search *sr, uint32_t *ret_id, int *ret_fd, char
 }
 
 /* A candidate in use, or whose keyrings no one can empty: let go, take
- * the next. */
-static int replace(struct search *sr, uint32_t *id, int *fd, char *err, size_t errlen)
+ * the next. Its file stays (marked: not clean), so that whoever takes it
+ * next looks again. */
+static int replace(struct search *sr, size_t k, uint32_t *ids, int *fds, char *err, size_t errlen)
 {
-	unlock_uid(sr->dir, *id, TAKE_FD(*fd));
-	return next_candidate(sr, id, fd, err, errlen);
+	sl_closep(&fds[k]);
+	return next_candidate(sr, &ids[k], &fds[k], &sr->clean[k], err, errlen);
 }
 
 /* n locked candidates, until none is used by a process (one walk of /proc
- * per round, for all of them) and each is scrubbed. */
+ * per round, for all of them) and each is scrubbed. A candidate released
+ * clean since its last use (lock_uid) needs neither. */
 static int settle(struct search *sr, size_t n, uint32_t *ids, int *fds, char *err, size_t errlen)
 {
-	bool used[SL_NETNS_MAX_ALLOC], scrubbed[SL_NETNS_MAX_ALLOC] = {false};
-	bool again = true;
+	bool used[SL_NETNS_MAX_ALLOC], done[SL_NETNS_MAX_ALLOC];
+	uint32_t look[SL_NETNS_MAX_ALLOC];
+	size_t at[SL_NETNS_MAX_ALLOC];
 	int r;
 
-	while (again) {
-		again = false;
+	for (size_t k = 0; k < n; k++)
+		done[k] = sr->clean[k];
+	for (;;) {
+		size_t m = 0;
+
+		for (size_t k = 0; k < n; k++)
+			if (!done[k]) {
+				at[m] = k;
+				look[m++] = ids[k];
+			}
+		if (m == 0)
+			return 0;
 		/* Only a lock holder starts processes with these uids, but a
 		 * holder that was SIGKILLed leaves them running unlocked. */
 		if (++sr->scans > MAX_PROC_SCANS)
@@ -614,30 +662,23 @@ static int settle(struct search *sr, size_t n, uint32_t *ids, int *fds, char *er
 				      "allocating a uid: %u uids in %u-%u are still used by "
 				      "processes no sluice owns, or hold keyrings no one can empty",
 				      MAX_PROC_SCANS, sr->first, sr->first + sr->n - 1);
-		r = proc_uses_ids(ids, n, used);
+		r = proc_uses_ids(look, m, used);
+		sl_trace("uid: /proc walked");
 		if (r < 0)
 			return sl_err(err, errlen, r, "allocating a uid: reading /proc: %s",
 				      strerror(-r));
-		for (size_t k = 0; k < n; k++) {
-			if (used[k]) {
-				r = replace(sr, &ids[k], &fds[k], err, errlen);
+		for (size_t j = 0; j < m; j++) {
+			const size_t k = at[j];
+
+			/* Root (as in `sluice run`) can and so must scrub; the
+			 * unit tests run unprivileged with a lock directory of
+			 * their own. */
+			r = used[j] ? -EBUSY : geteuid() == 0 ? scrub_uid(ids[k]) : 0;
+			if (r == -EBUSY || r == -ENOTEMPTY) { /* keyrings no one can empty */
+				r = replace(sr, k, ids, fds, err, errlen);
 				if (r < 0)
 					return r;
-				scrubbed[k] = false;
-				again = true;
-				continue;
-			}
-			/* Root (as in `sluice run`) can and so must; the unit
-			 * tests run unprivileged with a lock directory of their
-			 * own. */
-			if (scrubbed[k] || geteuid() != 0)
-				continue;
-			r = scrub_uid(ids[k]);
-			if (r == -ENOTEMPTY) { /* keyrings no one can empty */
-				r = replace(sr, &ids[k], &fds[k], err, errlen);
-				if (r < 0)
-					return r;
-				again = true;
+				done[k] = sr->clean[k];
 				continue;
 			}
 			if (r < 0)
@@ -645,10 +686,10 @@ static int settle(struct search *sr, size_t n, uint32_t *ids, int *fds, char *er
 					      "allocating a uid: clearing the kernel keyrings of "
 					      "uid %" PRIu32 ": %s",
 					      ids[k], strerror(-r));
-			scrubbed[k] = true;
+			done[k] = true;
+			sl_trace("uid: scrubbed");
 		}
 	}
-	return 0;
 }
 
 int sl_netns_user_allocate_n(const char *lock_dir, size_t n, struct sl_netns_user *ret,
@@ -695,15 +736,22 @@ int sl_netns_user_allocate_n(const char *lock_dir, size_t n, struct sl_netns_use
 			   sr.dir, (unsigned)geteuid(), (unsigned)st.st_uid,
 			   (unsigned)(st.st_mode & 07777));
 	sr.start = random_start(sr.n);
+	sl_trace("uid: subids read");
 	for (; r >= 0 && got < n; got++)
-		if ((r = next_candidate(&sr, &ids[got], &fds[got], err, errlen)) < 0)
+		if ((r = next_candidate(&sr, &ids[got], &fds[got], &sr.clean[got], err, errlen)) < 0)
 			break;
+	sl_trace("uid: candidates locked");
 	if (r >= 0)
 		r = settle(&sr, n, ids, fds, err, errlen);
 	sl_closep(&sr.dfd);
 	if (r < 0) {
+		/* Clean ones we have not given out stay clean; the others are
+		 * looked at again by their next holder. */
 		for (size_t k = 0; k < got; k++)
-			unlock_uid(sr.dir, ids[k], fds[k]);
+			if (sr.clean[k])
+				unlock_uid(sr.dir, ids[k], fds[k]);
+			else
+				close(fds[k]);
 		return r;
 	}
 	for (size_t k = 0; k < n; k++) {
