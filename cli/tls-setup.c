@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Secrets and the sandbox's CA, before the gateway starts (tls-setup.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,6 +73,54 @@ int sl_tls_reloaded(struct sl_tls_setup *s, const struct sl_policy *p)
 	return 0;
 }
 
+/* The bundle directories of earlier sandboxes of this name, "ca-NAME" and
+ * "ca-NAME-PID": we hold the name's slot, so each is one a sluice left
+ * when it was killed, or one whose teardown is under way after it let the
+ * slot go (its sandbox cut off already; its own removal then finds nothing
+ * to do). Only plain directories of root's, and in them only the bundle
+ * and its temp files: anything else there keeps the directory. */
+static void sweep_bundle_dirs(const char *name)
+{
+	_cleanup_close_ int run = open("/run/sluice", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char prefix[64];
+	size_t plen;
+	struct dirent *e;
+	DIR *d;
+
+	if (run < 0 || (size_t)snprintf(prefix, sizeof(prefix), "ca-%s", name) >= sizeof(prefix))
+		return;
+	plen = strlen(prefix);
+	d = fdopendir(run);
+	if (!d)
+		return;
+	run = -1; /* the DIR's now */
+	for (unsigned n = 0; n < 100000 && (e = readdir(d)); n++) {
+		_cleanup_close_ int dfd = -1;
+		struct dirent *f;
+		struct stat st;
+		DIR *sub;
+
+		if (strncmp(e->d_name, prefix, plen) ||
+		    (e->d_name[plen] && (e->d_name[plen] != '-' || !e->d_name[plen + 1] ||
+					 strspn(e->d_name + plen + 1, "0123456789") !=
+					     strlen(e->d_name + plen + 1))))
+			continue;
+		dfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0 || fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022))
+			continue;
+		sub = fdopendir(TAKE_FD(dfd));
+		if (!sub)
+			continue;
+		for (unsigned m = 0; m < 1000 && (f = readdir(sub)); m++)
+			if (!strncmp(f->d_name, "ca-bundle.crt", 13) &&
+			    (!f->d_name[13] || f->d_name[13] == '.'))
+				(void)unlinkat(dirfd(sub), f->d_name, 0);
+		closedir(sub);
+		(void)unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen)
 {
 	char ebuf[384];
@@ -88,18 +137,22 @@ int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, 
 		snprintf(err, errlen, "/run/sluice: %s", strerror(-r));
 		return r;
 	}
-	/* A directory of our own (its name is the sandbox's, unique while
-	 * it lives), readable by the sandbox's user, writable by root only. */
-	if (asprintf(&s->bundle_dir, "/run/sluice/ca-%s", sandbox_name) < 0) {
+	sweep_bundle_dirs(sandbox_name);
+	/* A directory of our own, readable by the sandbox's user, writable by
+	 * root only. Named after the sandbox and us: the sandbox's name is
+	 * its slot's, which the next sandbox takes as soon as our teardown
+	 * lets it go, before our bundle is removed. */
+	if (asprintf(&s->bundle_dir, "/run/sluice/ca-%s-%ld", sandbox_name, (long)getpid()) < 0) {
 		s->bundle_dir = NULL;
 		return -ENOMEM;
 	}
 	if (mkdir(s->bundle_dir, 0755) < 0) {
 		struct stat st;
 
-		/* Left by a sluice that was killed: only root can make
-		 * entries in /run/sluice, so one that is a plain directory of
-		 * root's is ours to reuse (the bundle is replaced whole). */
+		/* Left by a sluice that was killed (and had our pid): only
+		 * root can make entries in /run/sluice, so one that is a plain
+		 * directory of root's is ours to reuse (the bundle is replaced
+		 * whole). */
 		r = negative_errno();
 		if (r != -EEXIST || lstat(s->bundle_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
 		    st.st_uid != 0) {
@@ -115,7 +168,9 @@ int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, 
 		s->bundle = NULL;
 		return -ENOMEM;
 	}
-	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, s->bundle, ebuf, sizeof(ebuf));
+	/* No fsync: the bundle lives as long as the sandbox (2 ms on a /run
+	 * that is not a tmpfs). */
+	r = sl_ca_write_bundle_volatile(s->ca, SL_SYSTEM_ROOTS, s->bundle, ebuf, sizeof(ebuf));
 	if (r < 0) {
 		snprintf(err, errlen, "the sandbox's CA bundle: %s", ebuf);
 		return r;

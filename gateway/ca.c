@@ -403,7 +403,8 @@ static int load_dir(struct sl_ca *ca, int dfd, const char *key_path, const char 
 /* Write the n pieces of iov to path through a temp file in its directory,
  * then rename: readers see the old file or the new one, never half of one,
  * and a symlink at path is replaced rather than followed. */
-static int write_replace(const char *path, const struct iovec *iov, int n, char *err, size_t errlen)
+static int write_replace(const char *path, const struct iovec *iov, int n, bool durable, char *err,
+			 size_t errlen)
 {
 	_cleanup_free_ char *tmp = NULL, *dircopy = NULL;
 	_cleanup_close_ int fd = -1, dfd = -1;
@@ -420,7 +421,7 @@ static int write_replace(const char *path, const struct iovec *iov, int n, char 
 	r = fchmod(fd, 0644) < 0 ? negative_errno() : 0;
 	for (i = 0; r == 0 && i < n; i++)
 		r = write_all(fd, iov[i].iov_base, iov[i].iov_len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && durable && fsync(fd) < 0)
 		r = negative_errno();
 	if (r == 0 && rename(tmp, path) < 0)
 		r = negative_errno();
@@ -428,6 +429,8 @@ static int write_replace(const char *path, const struct iovec *iov, int n, char 
 		(void)unlink(tmp);
 		return fail(err, errlen, r, "%s: writing: %s", path, strerror(-r));
 	}
+	if (!durable)
+		return 0;
 	/* Make the rename itself durable. */
 	dircopy = strdup(path);
 	if (dircopy && (dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
@@ -472,7 +475,7 @@ static int create_in_dir(struct sl_ca *ca, int dfd, const char *name, const char
 	r = ca_finish(ca, err, errlen);
 	if (r == 0)
 		r = write_replace(crt_path, &(struct iovec){ca->cert_pem, strlen(ca->cert_pem)}, 1,
-				  err, errlen);
+				  true, err, errlen);
 	if (r < 0) {
 		/* A key without its certificate would be refused next time. */
 		(void)unlinkat(dfd, "ca.key", 0);
@@ -550,8 +553,8 @@ const char *sl_ca_cert_pem(const struct sl_ca *ca)
 	return ca->cert_pem;
 }
 
-int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path, char *err,
-		       size_t errlen)
+static int write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path,
+			bool durable, char *err, size_t errlen)
 {
 	struct iovec iov[3] = {{NULL, 0}, {(char *)"\n", 1}, {ca->cert_pem, strlen(ca->cert_pem)}};
 	char *roots = NULL;
@@ -569,10 +572,22 @@ int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const cha
 			err[0] = '\0'; /* no roots is not an error: the CA alone */
 		iov[0] = (struct iovec){roots, len};
 	}
-	r = roots ? write_replace(path, iov, 3, err, errlen)
-		  : write_replace(path, iov + 2, 1, err, errlen);
+	r = roots ? write_replace(path, iov, 3, durable, err, errlen)
+		  : write_replace(path, iov + 2, 1, durable, err, errlen);
 	OPENSSL_free(roots); /* public text: no need to wipe, or to touch all its pages */
 	return r;
+}
+
+int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path, char *err,
+		       size_t errlen)
+{
+	return write_bundle(ca, roots_file, path, true, err, errlen);
+}
+
+int sl_ca_write_bundle_volatile(const struct sl_ca *ca, const char *roots_file, const char *path,
+				char *err, size_t errlen)
+{
+	return write_bundle(ca, roots_file, path, false, err, errlen);
 }
 
 /* A host in normal form: an IP address (*ret_family, its bytes in addr),

@@ -66,6 +66,11 @@ const char *sl_ca_cert_pem(const struct sl_ca *ca);
  */
 int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path, char *err,
 		       size_t errlen);
+/* The same without the fsyncs, for a bundle that lives only as long as its
+ * sandbox (a crash ends both; the rename still makes it appear whole): the
+ * fsync was milliseconds of every `sluice run` on a disk-backed /run. */
+int sl_ca_write_bundle_volatile(const struct sl_ca *ca, const char *roots_file, const char *path,
+				char *err, size_t errlen);
 
 /*
  * Make ssl (a server-side SSL, before its handshake) present a leaf
