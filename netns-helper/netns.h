@@ -140,18 +140,23 @@ int sl_netns_user_resolve(const char *spec, struct sl_netns_user *ret, char *err
  * A user of the sandbox's own, as systemd's DynamicUser=: a uid (and the
  * gid of the same number) from the range above that has no passwd or group
  * entry, lies in no range of /etc/subuid or /etc/subgid, and that no process
- * on the machine runs with (real, effective, saved or filesystem uid or gid,
- * or a supplementary group: /proc is read after the lock is taken, which
- * catches what a SIGKILLed sluice left behind). The search starts at a
- * random place, so the next sandbox does not reuse the uid (and files) the
- * last one had. name is "sluice-<uid>", home "".
+ * of an earlier holder runs with (real, effective, saved or filesystem uid
+ * or gid, or a supplementary group). The search starts at a random place,
+ * so the next sandbox does not reuse the uid (and files) the last one had.
+ * name is "sluice-<uid>", home "".
  *
- * As root, what a previous holder may have left in the kernel is removed
- * before the uid is handed out (systemd's RemoveIPC=): its System V IPC
- * objects, and the contents of its user, user-session and persistent
- * keyrings, which outlive its processes; a uid whose keyrings cannot be
- * emptied (a holder took away even the possessor's write access) is
- * skipped. Unprivileged (the unit tests), that step is left out.
+ * Only lock holders run processes as these uids, and a holder marks the
+ * lock file before it uses the uid; only a clean release removes the file
+ * (sl_netns_user_release: every process of the uid gone, its keyrings
+ * emptied). So a uid whose file we create afresh is handed out at once; one
+ * whose file is there (a holder was SIGKILLed, or could not release it
+ * clean) is checked first: /proc is read after the lock is taken, and, as
+ * root, what a previous holder may have left in the kernel is removed
+ * (systemd's RemoveIPC=): its System V IPC objects, and the contents of its
+ * user, user-session and persistent keyrings, which outlive its processes;
+ * a uid that a process still has, or whose keyrings cannot be emptied (a
+ * holder took away even the possessor's write access), is skipped.
+ * Unprivileged (the unit tests), the scrub is left out.
  *
  * The uid is locked (flock on <lock_dir>/<uid>, NULL: /run/sluice/uid,
  * created if missing; it must be the caller's and writable by it alone,
@@ -169,12 +174,14 @@ int sl_netns_user_allocate(const char *lock_dir, struct sl_netns_user *ret, int 
 #define SL_NETNS_MAX_ALLOC 4
 int sl_netns_user_allocate_n(const char *lock_dir, size_t n, struct sl_netns_user *ret,
 			     int *ret_lock_fds, char *err, size_t errlen);
-/* As root, remove what the uid left in the kernel (as above, now rather
- * than at its next allocation); remove the lock file (while still locked,
- * so a concurrent allocator sees it is stale) and close lock_fd. lock_dir
- * as given to allocate; a negative lock_fd is ignored; a uid outside the
- * range is never scrubbed. Plain close() is safe too: the file stays and
- * is reused. */
+/* Call only once no process of the uid is left. As root, remove what the
+ * uid left in the kernel (as above); if that worked, remove the lock file
+ * (while still locked, so a concurrent allocator sees it is stale): the uid
+ * is clean, its next holder takes it without looking. Then close lock_fd.
+ * lock_dir as given to allocate; a negative lock_fd is ignored; a uid
+ * outside the range is never scrubbed. When a process of the uid may still
+ * live, plain close() instead: the file stays, marked, and the uid's next
+ * holder walks /proc and scrubs. */
 void sl_netns_user_release(const char *lock_dir, uid_t uid, int lock_fd);
 
 /* Pure parts of the allocation, for the unit tests. Does [start, start +
