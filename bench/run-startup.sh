@@ -10,14 +10,20 @@
 # stderr, common/trace.h), the median time between consecutive steps of
 # sluice's own processes (supervisor, the sandbox's init, the gateway).
 #
+# The commands take turns (one run of each, N rounds), so that a machine
+# whose load changes during the bench weighs on all of them alike.
+#
 # Usage: bench/run-startup.sh [PATH-TO-SLUICE] [N]
-# BREAKDOWN=0 skips the per-step part.
+# BREAKDOWN=0 skips the per-step part. BEFORE=PATH-TO-ANOTHER-SLUICE (a
+# build of an earlier commit) is measured too, next to the others.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../build/cli/sluice}}")
+BEFORE=${BEFORE:+$(realpath "$BEFORE")}
 N=${2:-20}
 [ "$(id -u)" = 0 ] || { echo "run-startup.sh: needs root" >&2; exit 77; }
 [ -x "$SLUICE" ] || { echo "run-startup.sh: no sluice at $SLUICE" >&2; exit 1; }
+[ -z "$BEFORE" ] || [ -x "$BEFORE" ] || { echo "run-startup.sh: no sluice at $BEFORE" >&2; exit 1; }
 
 H=slt-ns-bench$$
 trap 'ip netns del $H 2>/dev/null' EXIT
@@ -26,26 +32,30 @@ ip netns add $H && ip -n $H link set lo up || exit 1
 # Time from inside the namespace, so `ip netns exec` itself is not counted;
 # nsenter gives back our own mount namespace (ip netns exec remounts /sys,
 # which would hide the cgroup hierarchies).
-ip netns exec $H nsenter --mount=/proc/$$/ns/mnt -- python3 - "$SLUICE" "$N" "${BREAKDOWN:-1}" <<'PY'
+ip netns exec $H nsenter --mount=/proc/$$/ns/mnt -- python3 - "$SLUICE" "$N" "${BREAKDOWN:-1}" "$BEFORE" <<'PY'
 import os, shutil, statistics, subprocess, sys, time
-sluice, n, breakdown = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0"
+sluice, n, breakdown, before = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0", sys.argv[4]
 cmds = [("sluice run -- true", [sluice, "run", "--", "true"]),
         ("unshare -n true", ["unshare", "-n", "true"])]
+if before:
+    cmds.append(("sluice before", [before, "run", "--", "true"]))
 if shutil.which("bwrap"):
     # bwrap starts from an empty root: give it the host's, read-only.
     cmds.append(("bwrap --unshare-net true", ["bwrap", "--ro-bind", "/", "/", "--unshare-net", "true"]))
 else:
     print("bwrap not installed (apt-get install bubblewrap): skipped")
-res = {}
+res, times = {}, {name: [] for name, _ in cmds}
 for name, argv in cmds:
     subprocess.run(argv, check=True)  # warm the page cache
-    times = []
-    for _ in range(n):
+for _ in range(n):
+    for name, argv in cmds:
         t = time.perf_counter()
         subprocess.run(argv, check=True)
-        times.append((time.perf_counter() - t) * 1000)
-    res[name] = statistics.median(times)
-    print("%-26s median %7.2f ms  (min %.2f, max %.2f, n=%d)" % (name, res[name], min(times), max(times), n))
+        times[name].append((time.perf_counter() - t) * 1000)
+for name, _ in cmds:
+    v = times[name]
+    res[name] = statistics.median(v)
+    print("%-26s median %7.2f ms  (min %.2f, max %.2f, n=%d)" % (name, res[name], min(v), max(v), n))
 base = res["unshare -n true"]
 for name, m in res.items():
     print("%-26s %.1fx unshare -n" % (name, m / base))
@@ -53,6 +63,8 @@ bw = res.get("bwrap --unshare-net true")
 if bw:
     print("sluice run -- true          %.1fx bwrap --unshare-net (the target is <= 3x)" %
           (res["sluice run -- true"] / bw))
+    if before:
+        print("sluice before               %.1fx bwrap --unshare-net" % (res["sluice before"] / bw))
 if not breakdown:
     sys.exit(0)
 # Per step: the time from the step before (in time order, whichever process

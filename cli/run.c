@@ -75,6 +75,21 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2};
  * sandbox's private /tmp, gone with it. */
 #define SANDBOX_HOME "/tmp/home"
 
+struct run;
+
+/* Work a thread of its own does while the main one makes the namespace,
+ * the veth and the rules. Joined (join_job()) before anything forks (the
+ * spawn and the gateway fork a single-threaded process), and by the
+ * teardown in any case. Where no thread can be had, it runs when joined. */
+struct job {
+	pthread_t thread;
+	bool started, joined;
+	int ret; /* 1: not run yet */
+	struct run *run;
+	int (*fn)(struct run *r, char *err, size_t errlen);
+	char err[512];
+};
+
 struct run {
 	struct sl_netns_run_args args;
 	struct sl_serve serve; /* the fence and the gateway (sandbox-serve.h) */
@@ -98,14 +113,10 @@ struct run {
 	char **env_drop; /* variables never passed on: env secrets */
 	struct sl_tls_setup tls; /* secrets and the sandbox's CA */
 	struct sl_netns_releaser releaser; /* the teardown's waiting, after us */
-	/* The sandbox's CA, made by a thread of its own (start_ca()). */
-	struct ca_job {
-		pthread_t thread;
-		bool started, joined;
-		int ret;
-		char name[IF_NAMESIZE]; /* the sandbox's host end */
-		char err[512];
-	} ca;
+	/* Made by threads of their own (start_job()): the sandbox's CA, and
+	 * the uids. */
+	struct job ca, users;
+	char ca_name[IF_NAMESIZE]; /* the sandbox's host end */
 };
 
 /* What an SDK that insists on a key is given instead of the real one. */
@@ -219,53 +230,60 @@ static void run_usage(FILE *f)
 	      f);
 }
 
-static void *make_ca(void *arg)
+static void *job_main(void *arg)
 {
-	struct run *r = arg;
+	struct job *j = arg;
 
-	r->ca.ret = sl_tls_make_ca(&r->tls, r->ca.name, r->ca.err, sizeof(r->ca.err));
+	j->ret = j->fn(j->run, j->err, sizeof(j->err));
 	return NULL;
+}
+
+static void start_job(struct run *r, struct job *j,
+		      int (*fn)(struct run *r, char *err, size_t errlen))
+{
+	*j = (struct job){.run = r, .fn = fn, .ret = 1};
+	j->started = pthread_create(&j->thread, NULL, job_main, j) == 0;
+}
+
+/* Once the thread is gone: its result (err only on failure, if given). */
+static int join_job(struct job *j, char *err, size_t errlen)
+{
+	if (!j->joined && j->started)
+		(void)pthread_join(j->thread, NULL);
+	else if (!j->joined && j->fn && j->ret == 1)
+		(void)job_main(j);
+	j->joined = true;
+	if (j->ret < 0 && err)
+		snprintf(err, errlen, "%s", j->err);
+	return j->ret;
+}
+
+static int make_ca(struct run *r, char *err, size_t errlen)
+{
+	return sl_tls_make_ca(&r->tls, r->ca_name, err, errlen);
 }
 
 /* The sandbox's own CA, whose key stays in this process, is made by a
  * thread while the main one makes the namespace, the veth and the rules,
- * allocates the uids (a walk of /proc), loads the secrets and builds the
- * environment: key generation, signing and the bundle are milliseconds of
- * CPU. It starts as soon as the slot is taken (the CA and its bundle are
- * named after the host end). Joined before anything forks (the spawn and
- * the gateway fork a single-threaded process), and by the teardown in any
- * case. Where no thread can be had, it is made when joined. */
+ * loads the secrets and builds the environment: key generation, signing
+ * and the bundle are milliseconds of CPU. It starts as soon as the slot is
+ * taken (the CA and its bundle are named after the host end). */
 static void start_ca(void *data, const char *ifname)
 {
 	struct run *r = data;
 
-	snprintf(r->ca.name, sizeof(r->ca.name), "%s", ifname);
+	snprintf(r->ca_name, sizeof(r->ca_name), "%s", ifname);
 	/* The key is secret: no core dump of us from now on (the command
 	 * gets its own setting back when it executes). */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	r->ca.started = pthread_create(&r->ca.thread, NULL, make_ca, r) == 0;
-	if (!r->ca.started)
-		r->ca.ret = 1; /* not made yet */
-}
-
-/* Once the thread is gone: its result (err only on failure, if given). */
-static int join_ca(struct run *r, char *err, size_t errlen)
-{
-	if (!r->ca.joined && r->ca.started)
-		(void)pthread_join(r->ca.thread, NULL);
-	else if (!r->ca.joined && r->ca.ret == 1)
-		(void)make_ca(r);
-	r->ca.joined = true;
-	if (r->ca.ret < 0 && err)
-		snprintf(err, errlen, "%s", r->ca.err);
-	return r->ca.ret;
+	start_job(r, &r->ca, make_ca);
 }
 
 static void run_teardown(struct run *r)
 {
 	sl_trace("teardown");
-	if (r->ca.started)
-		(void)join_ca(r, NULL, 0);
+	(void)join_job(&r->ca, NULL, 0);
+	(void)join_job(&r->users, NULL, 0);
 	sl_serve_gateway_stop(&r->serve);
 	sl_trace("gateway stopped");
 
@@ -473,7 +491,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 				goto fail;
 			}
 	}
-	ret = join_ca(r, err, sizeof(err));
+	ret = join_job(&r->ca, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	sl_trace("CA made");
@@ -549,7 +567,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
-	(void)join_ca(r, NULL, 0);
+	(void)join_job(&r->ca, NULL, 0);
 	if (r->proc.pid > 0) {
 		/* A sandbox made but not run: it exits once its pipes close. */
 		sl_netns_proc_close(&r->proc);
@@ -841,12 +859,15 @@ int sl_cmd_run(int argc, char **argv)
 	 * run without one is only slower to end. */
 	if (sl_netns_releaser_start(&r.releaser) == 0)
 		r.serve.releaser = &r.releaser;
+	/* The uids (their passwd and group lookups are a millisecond or two)
+	 * are picked while the network is made. */
+	start_job(&r, &r.users, pick_user);
 	ret = setup_net(&r);
 	if (ret > 0) {
 		run_teardown(&r);
 		return ret;
 	}
-	if (pick_user(&r, err, sizeof(err)) < 0) {
+	if (join_job(&r.users, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		run_teardown(&r);
 		return RUN_EXIT_SETUP;
