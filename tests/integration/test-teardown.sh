@@ -39,9 +39,11 @@ check() { # check DESCRIPTION EXPECTED ACTUAL
 }
 
 extra_pids=()
+H2=slt-ns-tdn2-$$
 cleanup() {
 	local p
 	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	ip netns del "$H2" 2>/dev/null
 	world_down
 }
 trap cleanup EXIT
@@ -174,6 +176,71 @@ check "... right after it: no veth (its namespace still held), no host nft table
 if settled; then ok "... and no process of it is left"; else
 	notok "processes left: $(ours)"; fi
 check "... nor a cgroup" 0 "$(cgroup_leftovers)"
+
+# ---- the next sandbox on a slot, while the last one's teardown runs ----
+# Two sluices, each in a network namespace of its own (this world's host,
+# and another), with a pool of one slot: the same sandbox name. The first
+# one's removals (unlink, rmdir) are held up by 2 s each (strace's syscall
+# delay), so its teardown is still under way, its slot let go, when the
+# second one takes the slot and writes its CA bundle. Each bundle must be
+# the sandbox's own: the first one's teardown must not remove the second's
+# (looked at once the first sluice has returned: on the host, where
+# `sluice attach` tells a container to take it from, and inside).
+ip netns add "$H2" && ip -n "$H2" link set lo up
+POOL1=10.232.79.0/30
+NAME1=sl0ae84f00
+links2() { # the sandbox's host end, in either namespace
+	{ ip -n "$WORLD_HOST" -o link; ip -n "$H2" -o link; } | awk -F': ' '{print $2}' | grep -c "^$NAME1"
+}
+world_host_bg strace -o /dev/null -e trace=unlink,unlinkat,rmdir \
+	-e inject=unlink,unlinkat,rmdir:delay_enter=2000000 \
+	"$SLUICE" run --pool "$POOL1" -- sleep 0.5 >"$T/first.out" 2>&1
+first=$!
+extra_pids+=("$first")
+seen=
+for _ in $(seq 1000); do
+	n=$(links2)
+	[ "$n" = 1 ] && seen=yes
+	[ -n "$seen" ] && [ "$n" = 0 ] && break
+	sleep 0.01
+done
+check "the first sandbox came and its veth went" "yes 0" "$seen $(links2)"
+# The slot is free once the first one's sandbox is gone: a run in the
+# other namespace takes it (until then it is refused: no free /30).
+for _ in $(seq 100); do
+	ip netns exec "$H2" nsenter --mount="$WORLD_MNT" -- "$SLUICE" run --pool "$POOL1" \
+		--rw "$T/w" -- sh -c 'echo "bundle $SSL_CERT_FILE"; i=0
+			while [ ! -e "$0/first-done" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+			test -s "$SSL_CERT_FILE" && echo "still there"' "$T/w" >"$T/second.out" 2>&1 &
+	second=$!
+	extra_pids+=("$second")
+	bundle=
+	for _ in $(seq 500); do
+		bundle=$(sed -n 's/^bundle //p' "$T/second.out")
+		[ -n "$bundle" ] && break
+		kill -0 "$second" 2>/dev/null || break
+		sleep 0.01
+	done
+	[ -n "$bundle" ] && break
+	wait "$second"
+	sleep 0.02
+done
+overlap=no
+kill -0 "$first" 2>/dev/null && overlap=yes
+check "the second sandbox has its bundle while the first one's teardown still runs" \
+	"yes yes" "$overlap $([ -s "$bundle" ] && echo yes)"
+check "the two sandboxes have the same name" "$NAME1" \
+	"$(sed -n 's|^bundle /run/sluice/ca-\([a-z0-9]*\).*|\1|p' "$T/second.out")"
+wait "$first"
+check "the first run exits 0" 0 "$?"
+check "after the first one's teardown, the second one's bundle is still there (and its directory)" \
+	"yes" "$([ -s "$bundle" ] && echo yes)"
+touch "$T/w/first-done" # the second one looks at its bundle now
+wait "$second"
+check "the second run exits 0, its bundle still there inside too" \
+	"0 still there" "$? $(grep -x 'still there' "$T/second.out")"
+check "... and nothing of either is left: no veth, no bundle" "0 0" \
+	"$(links2) $(find /run/sluice -maxdepth 1 -name "ca-$NAME1*" | grep -c .)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
