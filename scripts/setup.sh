@@ -20,7 +20,7 @@ build_pkgs=(
 demo_pkgs=(iproute2 python3 dnsmasq-base curl util-linux openssl ca-certificates)
 test_pkgs=(
 	libcmocka-dev clang libclang-rt-14-dev python3 gdb
-	iproute2 nftables util-linux bubblewrap procps
+	iproute2 nftables util-linux bubblewrap procps strace # strace: test-teardown delays a syscall
 	curl dnsmasq-base openssl ca-certificates bind9-dnsutils nodejs
 	bsdutils systemd # script(1) gives a test a terminal; systemd-analyze checks the units
 	man-db groff-base git # man -l renders the man page; git clones through the recipes

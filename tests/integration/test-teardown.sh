@@ -23,7 +23,7 @@ if [ "$(id -u)" != 0 ]; then
 	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
 	exit 77
 fi
-for tool in ip nft nsenter; do
+for tool in ip nft nsenter strace; do
 	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
 done
 [ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
