@@ -6,9 +6,11 @@
  * does: a number from a range nothing else allocates from, that has no
  * passwd or group entry, lies in no /etc/subuid or /etc/subgid range, and
  * that no process on the machine runs with. A lock file per uid, held for
- * the sandbox's whole life, keeps two sandboxes from sharing one; the check
- * of /proc after the lock is taken catches what a SIGKILLed sluice left
- * running (its lock died with it, its processes may not have).
+ * the sandbox's whole life, keeps two sandboxes from sharing one. Its
+ * holder marks it, and removes it only once the uid is clean (no process,
+ * nothing in the kernel): a uid whose file is left was not released so (a
+ * SIGKILLed sluice: its lock died with it, its processes may not have),
+ * and its next holder checks /proc and scrubs before using it (lock_uid).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -673,8 +675,9 @@ static int settle(struct search *sr, size_t n, uint32_t *ids, int *fds, char *er
 			/* Root (as in `sluice run`) can and so must scrub; the
 			 * unit tests run unprivileged with a lock directory of
 			 * their own. */
-			r = used[j] ? -EBUSY : geteuid() == 0 ? scrub_uid(ids[k]) : 0;
-			if (r == -EBUSY || r == -ENOTEMPTY) { /* keyrings no one can empty */
+			r = !used[j] && geteuid() == 0 ? scrub_uid(ids[k]) : 0;
+			/* In use, or keyrings no one can empty. */
+			if (used[j] || r == -ENOTEMPTY) {
 				r = replace(sr, k, ids, fds, err, errlen);
 				if (r < 0)
 					return r;
