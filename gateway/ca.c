@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -150,6 +151,40 @@ static int add_ext(struct sl_ca *ca, X509V3_CTX *ctx, X509 *x, int nid, const ch
 	return 0;
 }
 
+/* X509_set_pubkey() for our P-256 keys, without the encoder and decoder
+ * round trip OpenSSL 3.0 makes of it (half a millisecond, most of a
+ * certificate's making): the SubjectPublicKeyInfo is id-ecPublicKey, the
+ * named curve and the uncompressed point (RFC 5480), the DER that
+ * i2d_PUBKEY() gives. Any other key goes the long way. Only for
+ * certificates that are written out or sign, never for one a TLS
+ * connection presents: that one needs the public key decoded too, which
+ * X509_set_pubkey() leaves in it (SSL_use_certificate() fails without). */
+static bool set_pubkey(X509 *x, EVP_PKEY *key)
+{
+	X509_PUBKEY *pub = X509_get_X509_PUBKEY(x);
+	unsigned char pt[65], *copy;
+	char curve[32];
+	size_t len = 0;
+
+	if (!pub || !EVP_PKEY_is_a(key, "EC") ||
+	    EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, curve, sizeof(curve),
+					   NULL) != 1 ||
+	    strcmp(curve, "prime256v1") ||
+	    EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, pt,
+					    sizeof(pt), &len) != 1 ||
+	    len != sizeof(pt) || pt[0] != 0x04)
+		return X509_set_pubkey(x, key) == 1;
+	copy = OPENSSL_memdup(pt, len);
+	if (!copy)
+		return false;
+	if (!X509_PUBKEY_set0_param(pub, OBJ_nid2obj(NID_X9_62_id_ecPublicKey), V_ASN1_OBJECT,
+				    OBJ_nid2obj(NID_X9_62_prime256v1), copy, (int)len)) {
+		OPENSSL_free(copy);
+		return false;
+	}
+	return true;
+}
+
 static int make_root(struct sl_ca *ca, const char *name, char *err, size_t errlen)
 {
 	_cleanup_(X509_freep) X509 *x = NULL;
@@ -186,7 +221,7 @@ static int make_root(struct sl_ca *ca, const char *name, char *err, size_t errle
 					(const unsigned char *)"sluice", -1, -1, 0) ||
 	    !X509_NAME_add_entry_by_NID(subj, NID_commonName, MBSTRING_UTF8,
 					(const unsigned char *)cn, -1, -1, 0) ||
-	    !X509_set_issuer_name(x, subj) || !X509_set_pubkey(x, ca->key))
+	    !X509_set_issuer_name(x, subj) || !set_pubkey(x, ca->key))
 		return fail_ssl(err, errlen, -EINVAL, "CA: building the certificate");
 	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
 	if (add_ext(ca, &ctx, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
@@ -234,7 +269,7 @@ static int ca_finish(struct sl_ca *ca, char *err, size_t errlen)
 	ca->not_after = timegm(&tm);
 
 	ca->leaf_key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-	if (!ca->leaf_key || !X509_set_pubkey(tmpl, ca->leaf_key))
+	if (!ca->leaf_key || !set_pubkey(tmpl, ca->leaf_key))
 		return fail_ssl(err, errlen, -EIO, "CA: generating the leaf key");
 	/* The subject key identifier hashes the leaf key (the template holds
 	 * it); the authority key identifier copies the CA's. */
