@@ -115,7 +115,7 @@ struct run {
 	struct sl_netns_releaser releaser; /* the teardown's waiting, after us */
 	/* Made by threads of their own (start_job()): the sandbox's CA, and
 	 * the uids. */
-	struct job ca, users;
+	struct job ca, users, warm;
 	char ca_name[IF_NAMESIZE]; /* the sandbox's host end */
 };
 
@@ -258,8 +258,20 @@ static int join_job(struct job *j, char *err, size_t errlen)
 	return j->ret;
 }
 
+static int warm_up(struct run *r, char *err, size_t errlen)
+{
+	/* The random generator is seeded now, and the CA's key comes from
+	 * it: no core dump of us from here on. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	sl_tls_warm_up();
+	return 0;
+}
+
 static int make_ca(struct run *r, char *err, size_t errlen)
 {
+	/* After the warm-up, not next to it: the two would build the same
+	 * tables. */
+	(void)join_job(&r->warm, NULL, 0);
 	return sl_tls_make_ca(&r->tls, r->ca_name, err, errlen);
 }
 
@@ -282,7 +294,8 @@ static void start_ca(void *data, const char *ifname)
 static void run_teardown(struct run *r)
 {
 	sl_trace("teardown");
-	(void)join_job(&r->ca, NULL, 0);
+	(void)join_job(&r->ca, NULL, 0); /* first: it joins the warm-up */
+	(void)join_job(&r->warm, NULL, 0);
 	(void)join_job(&r->users, NULL, 0);
 	sl_serve_gateway_stop(&r->serve);
 	sl_trace("gateway stopped");
@@ -859,8 +872,9 @@ int sl_cmd_run(int argc, char **argv)
 	 * run without one is only slower to end. */
 	if (sl_netns_releaser_start(&r.releaser) == 0)
 		r.serve.releaser = &r.releaser;
-	/* The uids (their passwd and group lookups are a millisecond or two)
-	 * are picked while the network is made. */
+	/* OpenSSL's first use, for the CA, and the uids (their passwd and
+	 * group lookups are a millisecond or two) while the network is made. */
+	start_job(&r, &r.warm, warm_up);
 	start_job(&r, &r.users, pick_user);
 	ret = setup_net(&r);
 	if (ret > 0) {

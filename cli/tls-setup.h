@@ -55,6 +55,11 @@ struct sl_tls_setup {
 int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t sandbox_uid,
 			char *err, size_t errlen);
 
+/* Have OpenSSL build what its first key generation needs (its tables of
+ * algorithms, the random generator): milliseconds of CPU that a thread
+ * can spend before the sandbox's CA is made. Nothing of it is secret. */
+void sl_tls_warm_up(void);
+
 /* A CA of our own for this sandbox (in memory) and its bundle, written to
  * a directory of its own under /run/sluice named after the sandbox. */
 int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen);
