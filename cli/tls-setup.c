@@ -181,7 +181,7 @@ int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, 
 	}
 	/* No fsync: the bundle lives as long as the sandbox (2 ms on a /run
 	 * that is not a tmpfs). */
-	r = sl_ca_write_bundle_volatile(s->ca, SL_SYSTEM_ROOTS, s->bundle, ebuf, sizeof(ebuf));
+	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, s->bundle, false, ebuf, sizeof(ebuf));
 	if (r < 0) {
 		snprintf(err, errlen, "the sandbox's CA bundle: %s", ebuf);
 		return r;
@@ -201,7 +201,7 @@ int sl_tls_open_ca_dir(struct sl_tls_setup *s, const char *dir, char *err, size_
 	}
 	if (asprintf(&path, "%s/ca-bundle.crt", dir) < 0)
 		return -ENOMEM;
-	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, path, ebuf, sizeof(ebuf));
+	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, path, true, ebuf, sizeof(ebuf));
 	if (r < 0) {
 		snprintf(err, errlen, "--ca-dir: %s", ebuf);
 		free(path);

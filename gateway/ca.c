@@ -151,14 +151,11 @@ static int add_ext(struct sl_ca *ca, X509V3_CTX *ctx, X509 *x, int nid, const ch
 	return 0;
 }
 
-/* X509_set_pubkey() for our P-256 keys, without the encoder and decoder
- * round trip OpenSSL 3.0 makes of it (half a millisecond, most of a
- * certificate's making): the SubjectPublicKeyInfo is id-ecPublicKey, the
- * named curve and the uncompressed point (RFC 5480), the DER that
- * i2d_PUBKEY() gives. Any other key goes the long way. Only for
- * certificates that are written out or sign, never for one a TLS
- * connection presents: that one needs the public key decoded too, which
- * X509_set_pubkey() leaves in it (SSL_use_certificate() fails without). */
+/* X509_set_pubkey() for a P-256 key without OpenSSL 3.0's encoder and
+ * decoder round trip (half a millisecond): id-ecPublicKey, the curve and
+ * the uncompressed point (RFC 5480), as i2d_PUBKEY() writes them. Not for
+ * a certificate a connection presents: SSL_use_certificate() needs the
+ * decoded key that X509_set_pubkey() leaves in it. */
 static bool set_pubkey(X509 *x, EVP_PKEY *key)
 {
 	X509_PUBKEY *pub = X509_get_X509_PUBKEY(x);
@@ -175,14 +172,12 @@ static bool set_pubkey(X509 *x, EVP_PKEY *key)
 	    len != sizeof(pt) || pt[0] != 0x04)
 		return X509_set_pubkey(x, key) == 1;
 	copy = OPENSSL_memdup(pt, len);
-	if (!copy)
-		return false;
-	if (!X509_PUBKEY_set0_param(pub, OBJ_nid2obj(NID_X9_62_id_ecPublicKey), V_ASN1_OBJECT,
-				    OBJ_nid2obj(NID_X9_62_prime256v1), copy, (int)len)) {
-		OPENSSL_free(copy);
-		return false;
-	}
-	return true;
+	if (copy && X509_PUBKEY_set0_param(pub, OBJ_nid2obj(NID_X9_62_id_ecPublicKey),
+					   V_ASN1_OBJECT, OBJ_nid2obj(NID_X9_62_prime256v1), copy,
+					   (int)len))
+		return true;
+	OPENSSL_free(copy);
+	return false;
 }
 
 static int make_root(struct sl_ca *ca, const char *name, char *err, size_t errlen)
@@ -588,8 +583,8 @@ const char *sl_ca_cert_pem(const struct sl_ca *ca)
 	return ca->cert_pem;
 }
 
-static int write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path,
-			bool durable, char *err, size_t errlen)
+int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path,
+		       bool durable, char *err, size_t errlen)
 {
 	struct iovec iov[3] = {{NULL, 0}, {(char *)"\n", 1}, {ca->cert_pem, strlen(ca->cert_pem)}};
 	char *roots = NULL;
@@ -611,18 +606,6 @@ static int write_bundle(const struct sl_ca *ca, const char *roots_file, const ch
 		  : write_replace(path, iov + 2, 1, durable, err, errlen);
 	OPENSSL_free(roots); /* public text: no need to wipe, or to touch all its pages */
 	return r;
-}
-
-int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path, char *err,
-		       size_t errlen)
-{
-	return write_bundle(ca, roots_file, path, true, err, errlen);
-}
-
-int sl_ca_write_bundle_volatile(const struct sl_ca *ca, const char *roots_file, const char *path,
-				char *err, size_t errlen)
-{
-	return write_bundle(ca, roots_file, path, false, err, errlen);
 }
 
 /* A host in normal form: an IP address (*ret_family, its bytes in addr),

@@ -14,6 +14,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <openssl/ssl.h>
@@ -62,15 +63,13 @@ const char *sl_ca_cert_pem(const struct sl_ca *ca);
  * /etc/ssl/certs/ca-certificates.crt; NULL or a missing file gives only the
  * CA) followed by a newline and the CA certificate. Programs in the sandbox
  * point SSL_CERT_FILE and its kin at it, so it must hold the system roots
- * too. Returns 0 or a negative errno with a message in err.
+ * too. Without `durable`, no fsync: for a bundle that lives only as long
+ * as its sandbox (a crash ends both; the rename still makes it appear
+ * whole), where the fsyncs were milliseconds of every start on a
+ * disk-backed /run. Returns 0 or a negative errno with a message in err.
  */
-int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path, char *err,
-		       size_t errlen);
-/* The same without the fsyncs, for a bundle that lives only as long as its
- * sandbox (a crash ends both; the rename still makes it appear whole): the
- * fsync was milliseconds of every `sluice run` on a disk-backed /run. */
-int sl_ca_write_bundle_volatile(const struct sl_ca *ca, const char *roots_file, const char *path,
-				char *err, size_t errlen);
+int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path,
+		       bool durable, char *err, size_t errlen);
 
 /*
  * Make ssl (a server-side SSL, before its handshake) present a leaf

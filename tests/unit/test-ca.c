@@ -676,7 +676,7 @@ static void test_bundle(void **state)
 	assert_int_equal(symlink(target, bundle), 0);
 
 	old = umask(077);
-	if (sl_ca_write_bundle(ca, roots, bundle, err, sizeof(err)) < 0)
+	if (sl_ca_write_bundle(ca, roots, bundle, true, err, sizeof(err)) < 0)
 		fail_msg("bundle: %s", err);
 	umask(old);
 	assert_int_equal(lstat(bundle, &st), 0);
@@ -690,19 +690,19 @@ static void test_bundle(void **state)
 	assert_string_equal(text + strlen(roots_text) + 1, sl_ca_cert_pem(ca));
 	free(text);
 
-	assert_int_equal(sl_ca_write_bundle(ca, NULL, bundle, err, sizeof(err)), 0);
+	assert_int_equal(sl_ca_write_bundle(ca, NULL, bundle, true, err, sizeof(err)), 0);
 	text = slurp(bundle);
 	assert_string_equal(text, sl_ca_cert_pem(ca));
 	free(text);
 	snprintf(roots, sizeof(roots), "%s/no-such-roots.crt", dir);
-	assert_int_equal(sl_ca_write_bundle(ca, roots, bundle, err, sizeof(err)), 0);
+	assert_int_equal(sl_ca_write_bundle(ca, roots, bundle, true, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
 	text = slurp(bundle);
 	assert_string_equal(text, sl_ca_cert_pem(ca));
 	free(text);
 	/* A directory that is not there is an error that names the file. */
 	snprintf(bundle, sizeof(bundle), "%s/nowhere/bundle.crt", dir);
-	assert_true(sl_ca_write_bundle(ca, NULL, bundle, err, sizeof(err)) < 0);
+	assert_true(sl_ca_write_bundle(ca, NULL, bundle, true, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, bundle));
 	sl_ca_free(ca);
 }
