@@ -15,7 +15,14 @@
  *    outlive the sandbox under its uid;
  *  - bpf, userfaultfd, perf_event_open, io_uring;
  *  - TIOCSTI and TIOCLINUX on any terminal: typing into a terminal, even
- *    the sandbox's own pty, is never what an agent needs.
+ *    the sandbox's own pty, is never what an agent needs;
+ *  - the set-user-ID and set-group-ID bits (chmod and friends, and a mode
+ *    given when a file is made): a file the command leaves setuid in a
+ *    --rw directory runs as the sandbox's uid for whoever on the host
+ *    executes it there, where no nosuid mount stands in the way, and that
+ *    process could then reach a later sandbox given the same uid (ptrace,
+ *    signals). openat2, whose mode a filter cannot see, answers ENOSYS;
+ *    libc does not use it.
  * Everything else is allowed: the agent is arbitrary code, and an allowlist
  * would break it. A refused call fails with EPERM (ENOSYS for clone3), so
  * programs see an ordinary error, not a kill.
@@ -25,6 +32,7 @@
 #include <seccomp.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 
 #include "netns-internal.h"
 #include "util.h"
@@ -38,8 +46,42 @@ static const struct deny denied[] = {
     {"keyctl", EPERM},		 {"add_key", EPERM},	     {"request_key", EPERM},
     {"bpf", EPERM},		 {"userfaultfd", EPERM},     {"perf_event_open", EPERM},
     {"io_uring_setup", EPERM},	 {"io_uring_enter", EPERM},  {"io_uring_register", EPERM},
-    {"clone3", ENOSYS},
+    {"clone3", ENOSYS},		 {"openat2", ENOSYS},
 };
+
+/* Each call that sets a file's mode, and the argument that holds it. */
+static const struct {
+	const char *name;
+	unsigned arg;
+} mode_calls[] = {
+    {"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"creat", 1},
+    {"open", 2},  {"openat", 3}, {"mknod", 1},	  {"mknodat", 2},
+};
+
+static int deny_setid_modes(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < ELEMENTSOF(mode_calls); i++) {
+		int nr = seccomp_syscall_resolve_name(mode_calls[i].name);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture (or libseccomp) */
+		/* A mode is 32 bits: compare those only. */
+		for (unsigned bit = 0; bit < 2; bit++) {
+			const unsigned m = bit ? S_ISGID : S_ISUID;
+			struct scmp_arg_cmp cmp = {
+			    .arg = mode_calls[i].arg, .op = SCMP_CMP_MASKED_EQ,
+			    .datum_a = m, .datum_b = m,
+			};
+			int r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp);
+
+			if (r < 0)
+				return sl_err(err, errlen, r, "seccomp: denying %s with %s: %s",
+					      mode_calls[i].name, bit ? "S_ISGID" : "S_ISUID",
+					      strerror(-r));
+		}
+	}
+	return 0;
+}
 
 static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 {
@@ -74,7 +116,7 @@ static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	if (r < 0)
 		return sl_err(err, errlen, r, "seccomp: denying TIOCSTI and TIOCLINUX: %s",
 			      strerror(-r));
-	return 0;
+	return deny_setid_modes(ctx, err, errlen);
 }
 
 int sl_netns_seccomp_command(char *err, size_t errlen)

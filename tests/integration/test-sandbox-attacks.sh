@@ -356,4 +356,43 @@ check_has "... and the operator's terminal is restored" "terminal restored True"
 check_has "... and the command's stderr reaches the terminal, not sluice's stdout" \
 	"output to-stderr" "$out"
 
+# A file left setuid (or setgid) in a --rw directory would run as the
+# sandbox's uid for whoever on the host executes it there, outside every
+# sandbox, and could reach a later one given that uid. No call the command
+# can make sets those bits; the modes are read from outside afterwards.
+mkdir -m 1777 "$T/setid"
+out=$(sandbox --rw "$T/setid" -- "$PY" -c '
+import ctypes, os, stat
+d = "'"$T/setid"'"
+libc = ctypes.CDLL(None, use_errno=True)
+def tryit(name, f):
+	try:
+		f(); print(name, "done")
+	except OSError as e:
+		print(name, "refused", e.strerror)
+for n in ("u", "g", "f", "at", "at2", "plain"):
+	open(os.path.join(d, n), "w").write("#!/bin/sh\nid -u\n")
+tryit("chmod u+s", lambda: os.chmod(os.path.join(d, "u"), 0o4755))
+tryit("chmod g+s", lambda: os.chmod(os.path.join(d, "g"), 0o2755))
+fd = os.open(os.path.join(d, "f"), os.O_RDONLY)
+tryit("fchmod u+s", lambda: os.fchmod(fd, 0o4755))
+dfd = os.open(d, os.O_RDONLY)
+tryit("fchmodat u+s", lambda: os.chmod("at", 0o4755, dir_fd=dfd))
+def at2():
+	if libc.syscall(452, dfd, b"at2", 0o6755, 0) != 0:
+		e = ctypes.get_errno()
+		raise OSError(e, os.strerror(e))
+tryit("fchmodat2 ug+s", at2)
+tryit("open O_CREAT 04755", lambda: os.close(os.open(os.path.join(d, "new"), os.O_CREAT | os.O_WRONLY, 0o4755)))
+tryit("mknod 02755", lambda: os.mknod(os.path.join(d, "node"), stat.S_IFREG | 0o2755))
+tryit("chmod 0755", lambda: os.chmod(os.path.join(d, "plain"), 0o755))
+' 2>&1)
+echo "$out" | sed 's/^/# /'
+check "chmod, fchmod, fchmodat, fchmodat2, open and mknod cannot set a setuid or setgid bit" \
+	"7" "$(grep -c 'refused Operation not permitted' <<<"$out")"
+check "... a plain chmod still works" "chmod 0755 done" "$(grep '^chmod 0755' <<<"$out")"
+check "... and, seen from outside, no file in the --rw directory has either bit" "" \
+	"$(find "$T/setid" -perm /6000)"
+check "... the plain one is 0755" "755" "$(stat -c %a "$T/setid/plain")"
+
 finish
