@@ -49,6 +49,13 @@ decide $gh 0 "allow github-content " raw.githubusercontent.com GET /your-org/you
 decide $gh 0 "allow github-tarballs " codeload.github.com GET /your-org/your-repo/tar.gz/main
 decide $gh 3 "deny deny[2] deny-rule" gist.githubusercontent.com GET /x/raw
 decide $gh 3 "deny deny[1] deny-rule" gist.github.com
+# ... nor through the REST API, which serves a gist's files with their
+# content (GET /gists/ID), whatever gist.* is denied.
+decide $gh 3 "deny deny[3] deny-rule" api.github.com GET /gists/aa5a315d61ae9438b18d
+decide $gh 3 "deny deny[3] deny-rule" api.github.com GET /gists/public
+decide $gh 3 "deny deny[3] deny-rule" api.github.com HEAD /gists
+decide $gh 0 "allow github-api-read " api.github.com GET /gitignore/templates
+decide dev-agent.yaml 3 "deny deny[3] deny-rule" api.github.com GET /gists/aa5a315d61ae9438b18d
 decide $gh 3 "deny - port" github.com:22
 decide $gh 3 "deny - port" github.com:80
 
