@@ -22,8 +22,9 @@
 #
 # --sluice-arg passes one more argument to sluice attach (--ca-dir DIR,
 # --resolver ADDR, --upstream-ca FILE); --run-arg one more to `docker run`
-# (-v SRC:DST, -e NAME, --read-only, --user; not --network, --privileged or
-# --cap-add NET_ADMIN: the script refuses those, and attach would too). The exit status is the container's
+# (-v SRC:DST, -e NAME, --read-only, --user; not --network, podman's --pod,
+# --privileged or --cap-add NET_ADMIN: the script refuses those, and attach
+# would too). The exit status is the container's
 # (125 when the container or the fence could not be set up, as `docker run`
 # does for its own failures).
 #
@@ -62,7 +63,7 @@ while [ $# -gt 0 ]; do
 	--run-arg)
 		[ $# -ge 2 ] || usage
 		case $2 in
-		--net* | --network* | --privileged* | --cap-add* | --pid* | --userns*)
+		--net* | --network* | --pod* | --privileged* | --cap-add* | --pid* | --userns*)
 			die "--run-arg $2: the container must keep its own network namespace, without NET_ADMIN"
 			;;
 		esac
@@ -88,16 +89,19 @@ info= # unshare: where bwrap writes its child's pid
 runtime_start() {
 	case $runtime in
 	docker | podman)
-		command -v "$runtime" >/dev/null || die "SLUICE_RUNTIME=$runtime, but $runtime is not installed"
+		command -v "$runtime" >/dev/null || fail "SLUICE_RUNTIME=$runtime, but $runtime is not installed"
 		# --network none: no interface but lo, so nothing gets out before
 		# sluice has attached; no NET_ADMIN (the default), which attach
 		# would refuse: the container could delete the fence.
 		"$runtime" run -d --name "$name" --network none --cap-drop NET_ADMIN \
-			"${run_args[@]}" "$image" "$@" >/dev/null || die "$runtime run failed"
+			"${run_args[@]}" "$image" "$@" >/dev/null || fail "$runtime run failed"
+		# Ours to stop and remove from here on; before, a container of
+		# that name (a run refused as "already in use") is someone else's.
+		started=1
 		;;
 	unshare)
-		command -v bwrap >/dev/null || die "SLUICE_RUNTIME=unshare needs bwrap (bubblewrap)"
-		[ $# -ge 1 ] || die "SLUICE_RUNTIME=unshare needs a CMD after IMAGE"
+		command -v bwrap >/dev/null || fail "SLUICE_RUNTIME=unshare needs bwrap (bubblewrap)"
+		[ $# -ge 1 ] || fail "SLUICE_RUNTIME=unshare needs a CMD after IMAGE"
 		# A new network namespace with lo up, then an unprivileged uid
 		# (nobody) with every capability gone for good (bounding set),
 		# then bwrap (its own user namespace, which owns nothing the host
@@ -108,7 +112,7 @@ runtime_start() {
 		# and join the host's network namespace, or read root's files.
 		# bwrap reports its child's pid (the container's "init", as
 		# docker's State.Pid) once the child runs.
-		info=$(mktemp /tmp/sluice-container.XXXXXX) || die "mktemp failed"
+		info=$(mktemp /tmp/sluice-container.XXXXXX) || fail "mktemp failed"
 		# (exec: with our traps set, bash would fork once more, and $!
 		# would be a shell, not the stand-in.)
 		(
@@ -122,7 +126,7 @@ runtime_start() {
 		) &
 		cpid=$!
 		;;
-	*) die "SLUICE_RUNTIME must be docker, podman or unshare, not '$runtime'" ;;
+	*) fail "SLUICE_RUNTIME must be docker, podman or unshare, not '$runtime'" ;;
 	esac
 }
 
@@ -150,9 +154,11 @@ runtime_running() {
 
 # Stop and remove the container; its exit status in $stopped.
 stopped=125
+started= # docker, podman: set once `run` made the container
 runtime_stop() {
 	case $runtime in
 	docker | podman)
+		[ -n "$started" ] || return 0
 		"$runtime" stop -t 10 "$name" >/dev/null 2>&1
 		stopped=$("$runtime" inspect -f '{{.State.ExitCode}}' "$name" 2>/dev/null) || stopped=125
 		"$runtime" rm -f "$name" >/dev/null 2>&1

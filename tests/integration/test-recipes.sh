@@ -469,6 +469,59 @@ out=$(SLUICE="$SLUICE" SLUICE_RUNTIME=docker "$script" --policy "$T/container.ya
 rc=$?
 check "--run-arg --network=host is refused before anything starts (exit $rc: $out)" \
 	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'own network namespace'"
+out=$(SLUICE="$SLUICE" SLUICE_RUNTIME=podman "$script" --policy "$T/container.yaml" --run-arg --pod=agents -- img 2>&1)
+rc=$?
+check "--run-arg --pod=... (podman: the pod's network namespace) is refused too (exit $rc: $out)" \
+	sh -c "[ $rc = 125 ] && echo '$out' | grep -q 'own network namespace'"
+
+# The docker path, with a stand-in docker that logs what it is asked and
+# whose container is a process in a network namespace of its own.
+mkdir -p "$T/fakebin"
+cat >"$T/fakebin/docker" <<'D'
+#!/bin/bash
+echo "$*" >>"$FAKE_DOCKER_LOG"
+case $1 in
+run)
+	[ -z "${FAKE_DOCKER_CONFLICT:-}" ] || {
+		echo "docker: Error response from daemon: Conflict. The container name is already in use" >&2
+		exit 125
+	}
+	unshare --net sleep "300.$FAKE_DOCKER_ID" </dev/null >/dev/null 2>&1 &
+	echo $! >"$FAKE_DOCKER_LOG.pid"
+	;;
+inspect)
+	case $3 in
+	'{{.State.Pid}}') cat "$FAKE_DOCKER_LOG.pid" ;;
+	'{{.State.Running}}') kill -0 "$(cat "$FAKE_DOCKER_LOG.pid")" 2>/dev/null && echo true || echo false ;;
+	'{{.State.ExitCode}}') echo 0 ;;
+	esac
+	;;
+stop | rm) kill "$(cat "$FAKE_DOCKER_LOG.pid" 2>/dev/null)" 2>/dev/null; exit 0 ;;
+esac
+D
+chmod 755 "$T/fakebin/docker"
+fake_docker() { # fake_docker LOG ENV... -- SCRIPT-ARGS...
+	local log=$1
+	shift
+	world_host env PATH="$T/fakebin:$PATH" FAKE_DOCKER_LOG="$log" FAKE_DOCKER_ID="$WORLD_ID" \
+		SLUICE="$SLUICE" SLUICE_RUNTIME=docker "$@" 2>&1
+}
+# A --name that another container already has: docker run refuses it, and
+# the script must leave that container alone (it is someone else's, and
+# may be fenced and running).
+out=$(fake_docker "$T/docker1.log" FAKE_DOCKER_CONFLICT=1 "$script" --policy "$T/container.yaml" --name taken -- img)
+rc=$?
+check "docker: a --name in use: exit 125 ($rc: $(tail -n 1 <<<"$out"))" [ $rc = 125 ]
+check "... the other container of that name is neither stopped nor removed ($(tr '\n' ';' <"$T/docker1.log"))" \
+	sh -c "! grep -Eq '^(stop|rm|kill)( |$)' '$T/docker1.log'"
+# sluice attach refuses the policy: the container is stopped and removed.
+out=$(fake_docker "$T/docker2.log" "$script" --policy "$T/bad.yaml" --name c6 -- img)
+rc=$?
+check "docker: a refused policy: exit 125 ($rc: $(tail -n 1 <<<"$out"))" [ $rc = 125 ]
+check "... the container is stopped and removed ($(tr '\n' ';' <"$T/docker2.log"))" \
+	sh -c "grep -q '^stop -t 10 c6' '$T/docker2.log' && grep -q '^rm -f c6' '$T/docker2.log'"
+left=$(ps -e -o pid=,args= | grep -F "sleep 300.$WORLD_ID" | grep -v grep)
+check "... and its process is gone ($left)" [ -z "$left" ]
 
 # =====================================================================
 # 3. The policies people copy, with real clients
