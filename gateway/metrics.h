@@ -55,7 +55,11 @@ enum sl_metrics_approval {
 	_SL_METRICS_APPROVAL_MAX,
 };
 
-#define SL_METRICS_MAX_REASONS 48
+/* Room for every reason word sluice writes (about 60, test-metrics.c
+ * lists them) twice over: were there fewer slots than words, which ones
+ * got a label would depend on which came first, and the sandbox chooses
+ * most of the order. */
+#define SL_METRICS_MAX_REASONS 128
 #define SL_METRICS_MAX_SECRETS 16
 #define SL_METRICS_LABEL_MAX 64 /* a secret's name, as the policy allows (loader.c) */
 

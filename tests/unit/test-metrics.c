@@ -195,6 +195,98 @@ static void test_reason_bounded(void **state)
 	sl_metrics_free(m);
 }
 
+/* Every reason sluice's own code writes (gateway.md, socks, approvals,
+ * the policy's): more words than a table of 48 held, so that which of them
+ * were labels depended on which came first, and an agent that made the
+ * harmless ones first (a bad greeting, no SNI, a wrong method, ...) had
+ * private-address or deny-rule counted as "other". Each keeps its own
+ * series whatever the order. */
+static const char *const sluice_reasons[] = {
+    "socks-address-type",
+    "socks-bad-greeting",
+    "socks-bad-request",
+    "socks-command-not-supported",
+    "socks-no-method",
+    "bad-client-hello",
+    "no-sni",
+    "not-http",
+    "sni-mismatch",
+    "host-mismatch",
+    "header-too-large",
+    "header-timeout",
+    "incomplete-request",
+    "no-request",
+    "bad-request",
+    "bad-framing",
+    "client-closed",
+    "client-gone",
+    "client-tls-failed",
+    "idle-timeout",
+    "tls-timeout",
+    "invalid-path",
+    "invalid-host",
+    "invalid-request",
+    "no-rule",
+    "port",
+    "method",
+    "path",
+    "allowed",
+    "resolve-failed",
+    "connect-failed",
+    "connect-timeout",
+    "method-override",
+    "credential-needs-tls",
+    "credential-unavailable",
+    "credential-header",
+    "placeholder-missing",
+    "inspect-needs-tls",
+    "inspect-unavailable",
+    "exact-dns",
+    "dns-budget",
+    "too-many-connections",
+    "upstream-closed",
+    "upstream-tls-failed",
+    "upstream-write-failed",
+    "bad-response",
+    "leaf-failed",
+    "accept-failed",
+    "no-original-destination",
+    "approval-busy",
+    "approval-denied",
+    "approval-reloaded",
+    "approval-timeout",
+    "blocked-packet",
+    "blocked-packets-not-logged",
+    "blocked-packets-lost",
+    "not-the-sandbox",
+    /* last: what an operator alerts on */
+    "private-address",
+    "deny-rule",
+};
+
+static void test_every_reason_a_label(void **state)
+{
+	size_t n = sizeof(sluice_reasons) / sizeof(sluice_reasons[0]);
+	struct sl_metrics *m;
+	char line[256], *t;
+
+	(void)state;
+	assert_true(n < SL_METRICS_MAX_REASONS);
+	assert_int_equal(sl_metrics_new(&m), 0);
+	for (size_t i = 0; i < n; i++)
+		feed(m, rec("http", "deny", sluice_reasons[i]), 1);
+	t = render(m);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(line, sizeof(line),
+			 "sluice_requests_total{event=\"http\",decision=\"deny\",reason=\"%s\"} 1",
+			 sluice_reasons[i]);
+		has(t, line);
+	}
+	lacks(t, "reason=\"other\"");
+	free(t);
+	sl_metrics_free(m);
+}
+
 static void test_decisions_and_events_fixed(void **state)
 {
 	struct sl_metrics *m;
@@ -461,6 +553,7 @@ int main(void)
 	    cmocka_unit_test(test_render_short_buffer),
 	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_reason_bounded),
+	    cmocka_unit_test(test_every_reason_a_label),
 	    cmocka_unit_test(test_decisions_and_events_fixed),
 	    cmocka_unit_test(test_bytes_dns_injections),
 	    cmocka_unit_test(test_summaries),
