@@ -33,7 +33,8 @@ H=$WORLD_HOST_ADDR
 
 make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 ORIGIN_OPENAI_KEY_FILE=$T/secrets/openai.key ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
-	world_services api.openai.com="$N" plain.test="$N" other.test="$N" denied.test="$N" ||
+	world_services api.openai.com="$N" plain.test="$N" other.test="$N" denied.test="$N" \
+	meta.test="$H" ||
 	{ echo "not ok - services"; exit 1; }
 chmod 644 "$T/cert.pem"
 
@@ -47,6 +48,10 @@ allow:
   - host: plain.test
     methods: [GET]
   - host: other.test
+  # A name the policy allows on every port, whose DNS answers the host's
+  # own address (where the metrics are): only the address can refuse it.
+  - host: meta.test
+    ports: [9465]
 P
 
 # scrape URL OUT: the text, by curl; its status and content type in OUT.hdr.
@@ -257,6 +262,12 @@ echo "proxied: \$(curl -s -m 3 http://$H:9465/metrics | head -c 200)"
 echo "host end: \$(curl -s -m 3 --noproxy '*' http://\$g:9465/metrics | head -c 200)"
 echo "canary host end: \$(curl -s -m 3 --noproxy '*' http://\$g:9467/ | head -c 200)"
 echo "canary host: \$(curl -s -m 3 --noproxy '*' http://$H:9467/ | head -c 200)"
+echo "socks5: \$(curl -s -m 3 -x "\$ALL_PROXY" http://$H:9465/metrics | head -c 200)"
+echo "socks5 name: \$(curl -s -m 3 -x "\$ALL_PROXY" http://meta.test:9465/metrics | head -c 200)"
+echo "proxied name: \$(curl -s -m 3 http://meta.test:9465/metrics | head -c 200)"
+echo "captured name: \$(curl -s -m 3 --noproxy '*' http://meta.test:9465/metrics | head -c 200)"
+echo "proxied loopback: \$(curl -s -m 3 http://127.0.0.1:9465/metrics | head -c 200)"
+echo "socks5 tunnel: \$(curl -s -m 3 -p -x "\$ALL_PROXY" http://$H:9465/metrics | head -c 200)"
 } >$T/w/tries.txt 2>&1
 touch $T/w/done
 for i in \$(seq 600); do [ -e $T/w/go ] && exit 0; sleep 0.1; done
@@ -294,6 +305,11 @@ check "the metrics server was reached only by the test's $n_scrapes scrapes" "$n
 		'/^sluice_metrics_scrapes_total/ && !/code="200"/ { s += $2 } END { print s + 0 }' "$T/r2")"
 check_has "its attempts through the proxy are audited as refused" '"host":"203.0.113.1","port":9465' \
 	"$(grep -F '"decision":"deny"' "$T/audit-run.log")"
+check "... through SOCKS5 as well (ALL_PROXY)" 2 \
+	"$(grep -F '"host":"203.0.113.1","port":9465' "$T/audit-run.log" | grep -F '"proto":"socks5"' |
+		grep -cF '"decision":"deny"')"
+check "a name the policy allows on that port, resolving to the host: refused by its address (proxy, SOCKS5)" 2 \
+	"$(grep -F '"host":"meta.test","port":9465' "$T/audit-run.log" | grep -cF '"reason":"private-address"')"
 # Defence in depth behind the fences: a peer from sluice's own pool
 # (as a sandbox's packets would come) is closed unread, whatever address
 # of the host's it reached.
