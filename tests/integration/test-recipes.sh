@@ -186,6 +186,12 @@ for d in ("/home", "/root", "/run/credentials"):
         say("list", d, len(os.listdir(d)))
     except OSError as e:
         say("list", d, e.strerror)
+# Where this emulation keeps LoadCredential='s copy (systemd's is under
+# /run, which the sandbox has a fresh one of): visible, but not readable.
+try:
+    say("read-credential", len(open("/srv/credentials/sluice-agent.service/anthropic").read()))
+except OSError as e:
+    say("read-credential", e.strerror)
 PY
 install -d -o 23456 -g 23456 -m 0700 "$T/work"
 
@@ -307,6 +313,8 @@ check "ProtectHome=: no home is visible, not even read-only ($(grep '^list /home
 		echo '$out' | grep -Eq '^list /root Permission denied$'"
 check "the agent cannot reach the credentials directory" \
 	sh -c "echo '$out' | grep -Eq '^list /run/credentials (No such file or directory|Permission denied|0)$'"
+check "... nor read the key's copy where the emulation keeps it ($(grep '^read-credential' <<<"$out"))" \
+	has "$out" "read-credential Permission denied"
 check "the audit log is in LogsDirectory= (/var/log/sluice/agent-audit.log)" \
 	grep -q '"host":"api.anthropic.com".*"decision":"allow".*"credential":"anthropic"' "$T/log/agent-audit.log"
 check "... with the denials" grep -q '"host":"denied.test".*"decision":"deny"' "$T/log/agent-audit.log"
