@@ -153,6 +153,10 @@ if len(sys.argv) > 1 and sys.argv[1] == "serve":   # wait to be stopped
         time.sleep(0.1)
     sys.exit(3)
 say("uid", os.getuid())
+# What of the unit's CapabilityBoundingSet= reaches the agent: nothing it
+# could use (effective, permitted, ambient), and no way to gain one.
+st = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+say("caps", *(k + "=" + st[k].strip() for k in ("CapEff", "CapPrm", "CapAmb", "NoNewPrivs")))
 say("placeholder", os.environ.get("ANTHROPIC_API_KEY", "").startswith("sluice-placeholder"))
 say("credentials-env", "CREDENTIALS_DIRECTORY" in os.environ)
 req = urllib.request.Request("https://api.anthropic.com/v1/messages", method="POST",
@@ -296,6 +300,8 @@ sed 's/^/# sluice: /' "$T/unit.err" | head -20
 check "the unit's ExecStart ran to the end under its bounding set and no_new_privs (exit $rc)" [ $rc = 0 ]
 check "the agent runs as the unit's --user ($(grep '^uid' <<<"$out"))" has "$out" "uid 23456"
 check "the agent holds the placeholder, not the key" has "$out" "placeholder True"
+check "the unit's capabilities do not reach the agent ($(grep '^caps' <<<"$out"))" \
+	has "$out" "caps CapEff=0000000000000000 CapPrm=0000000000000000 CapAmb=0000000000000000 NoNewPrivs=1"
 check "the agent does not see CREDENTIALS_DIRECTORY" has "$out" "credentials-env False"
 check "the model API answered 200: the credential from LoadCredential= was injected" \
 	has "$out" "model-api 200"
