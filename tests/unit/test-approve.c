@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "approve.h"
+#include "metrics.h"
 #include "control-proto.h"
 #include "gateway-internal.h"
 
@@ -85,6 +86,7 @@ static int setup(void **state)
 	assert_int_equal(uv_loop_init(&loop), 0);
 	gw.loop = &loop;
 	gw.cfg.sandbox = "sb";
+	assert_int_equal(sl_metrics_new(&gw.metrics), 0); /* every gateway has them */
 	return 0;
 }
 
@@ -93,6 +95,7 @@ static int teardown(void **state)
 	(void)state;
 	uv_run(&loop, UV_RUN_DEFAULT); /* the holds' timers close */
 	assert_int_equal(uv_loop_close(&loop), 0);
+	sl_metrics_free(gw.metrics);
 	return 0;
 }
 
