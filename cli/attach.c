@@ -95,7 +95,8 @@ static void attach_usage(FILE *f)
 	      "remove everything added and put the namespace's routes back. The container's\n"
 	      "resolv.conf is not changed: its DNS queries are sent to the gateway's DNS.\n"
 	      "Its own interfaces send nothing while attached (raw frames included). Refused:\n"
-	      "a namespace of a rootless container, or one where a process holds CAP_NET_ADMIN.\n"
+	      "a namespace of a rootless container, or one where a process holds CAP_NET_ADMIN,\n"
+	      "CAP_SYS_ADMIN, CAP_SYS_MODULE or CAP_SYS_PTRACE (each could undo the fence).\n"
 	      "--pool is where the veth's addresses come from (default " SL_NETNS_DEFAULT_POOL
 	      ").\n"
 	      "Hosts whose rules name methods, paths or a credential are inspected: the\n"

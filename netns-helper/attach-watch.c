@@ -24,7 +24,6 @@
 #include "nl.h"
 #include "util.h"
 
-#define CAP_NET_ADMIN_BIT 12
 /* Reads of link notifications per call: what is left stays readable. */
 #define WATCH_READS 64
 
@@ -71,8 +70,27 @@ static bool ns_is(const char *path, const struct stat *ns)
 	return stat(path, &st) == 0 && same_file(&st, ns);
 }
 
-/* Which of the capability sets of `pid` hold CAP_NET_ADMIN: NULL if none. */
-static const char *net_admin_set(pid_t pid)
+/* The capabilities a fenced container may not hold, and what each would
+ * let it do to the fence. Docker and Podman give none of them by default. */
+static const struct {
+	unsigned bit;
+	const char *name, *what, *drop;
+} fence_breakers[] = {
+    {12, "CAP_NET_ADMIN", "delete sluice's rules and add a route around the gateway", "net_admin"},
+    {21, "CAP_SYS_ADMIN",
+     "join another network namespace (setns), or leave the container (mounts, a cgroup "
+     "release_agent), and the fence with it",
+     "sys_admin"},
+    {16, "CAP_SYS_MODULE", "load a kernel module, which can do anything", "sys_module"},
+    {19, "CAP_SYS_PTRACE",
+     "take over a process it can see outside the namespace (with the host's pids: docker "
+     "--pid=host) and send from there",
+     "sys_ptrace"},
+};
+
+/* Which of the capability sets of `pid` hold one of fence_breakers (its
+ * index in *ret_cap): NULL if none. */
+static const char *fence_breaker_set(pid_t pid, size_t *ret_cap)
 {
 	/* Not the bounding set: a process may keep CAP_NET_ADMIN there and
 	 * still be unable to regain it (bubblewrap's --cap-drop sets
@@ -93,8 +111,13 @@ static const char *net_admin_set(pid_t pid)
 
 			if (strncmp(line, keys[i], k))
 				continue;
-			if (strtoull(line + k, NULL, 16) & (1ull << CAP_NET_ADMIN_BIT))
-				found = names[i];
+			uint64_t caps = strtoull(line + k, NULL, 16);
+
+			for (size_t c = 0; !found && c < ELEMENTSOF(fence_breakers); c++)
+				if (caps & (1ull << fence_breakers[c].bit)) {
+					found = names[i];
+					*ret_cap = c;
+				}
 			break;
 		}
 	}
@@ -134,6 +157,7 @@ int sl_netns_check_fenceable(int ns_fd, pid_t pid, char *err, size_t errlen)
 		pid_t p = proc_pid(de);
 		char path[64], comm[32];
 		const char *set;
+		size_t cap = 0;
 
 		if (!p || p == getpid())
 			continue;
@@ -145,17 +169,19 @@ int sl_netns_check_fenceable(int ns_fd, pid_t pid, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)p);
 		if (!ns_is(path, &ours))
 			continue;
-		set = net_admin_set(p);
+		set = fence_breaker_set(p, &cap);
 		if (!set)
 			continue;
 		proc_comm(p, comm, sizeof(comm));
 		return sl_err(err, errlen, -EPERM,
-			      "%s %d (%s) in it has CAP_NET_ADMIN (in its %s set), so it could "
-			      "delete sluice's rules and add a route around the gateway; start the "
+			      "%s %d (%s) in it has %s (in its %s set), so it could %s; start the "
 			      "container without it (docker/podman: no --privileged, no --cap-add "
-			      "NET_ADMIN; else drop it: capsh --drop=cap_net_admin, setpriv "
-			      "--bounding-set -net_admin --inh-caps -net_admin)",
-			      p == pid ? "the target process" : "process", (int)p, comm, set);
+			      "%s; else drop it: capsh --drop=cap_%s, setpriv --bounding-set -%s "
+			      "--inh-caps -%s)",
+			      p == pid ? "the target process" : "process", (int)p, comm,
+			      fence_breakers[cap].name, set, fence_breakers[cap].what,
+			      fence_breakers[cap].name + 4, fence_breakers[cap].drop,
+			      fence_breakers[cap].drop, fence_breakers[cap].drop);
 	}
 	return 0;
 }

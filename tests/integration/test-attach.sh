@@ -190,7 +190,7 @@ check "... and nothing changed on the host" [ "$(host_state)" = "$host0" ]
 # Neither holds CAP_NET_ADMIN (attach refuses one that does: it could
 # delete the rules), as a container started without --privileged or
 # --cap-add NET_ADMIN; test-fence.sh tries one that does.
-NOADMIN="setpriv --bounding-set -net_admin --inh-caps -net_admin"
+NOADMIN="setpriv --bounding-set -net_admin,-sys_admin,-sys_module,-sys_ptrace --inh-caps -net_admin,-sys_admin,-sys_module,-sys_ptrace"
 # 1: unshare --net, lo up, with a veth of its own to the host namespace on
 # TEST-NET-2 and two default routes (one to a gateway that is not there).
 world_host_bg unshare --net sh -c "ip link set lo up; exec $NOADMIN sleep 300" >/dev/null 2>&1
@@ -215,7 +215,8 @@ host0=$(host_state) # now with the container's own veth
 # 2: bubblewrap; $! is bwrap, whose child runs in the new namespace.
 # (Its output goes nowhere: a sleeper holding the test's stdout would keep
 # meson waiting for it long after the test is done.)
-world_host_bg bwrap --unshare-net --die-with-parent --cap-drop CAP_NET_ADMIN \
+world_host_bg bwrap --unshare-net --die-with-parent --cap-drop CAP_NET_ADMIN --cap-drop CAP_SYS_ADMIN \
+	--cap-drop CAP_SYS_MODULE --cap-drop CAP_SYS_PTRACE \
 	--ro-bind / / --dev /dev --proc /proc \
 	--info-fd 3 sleep 300 3>"$T/bwrap.info" >/dev/null 2>&1
 b_parent=$!

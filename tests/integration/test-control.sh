@@ -225,7 +225,7 @@ check "... and its socket is gone" "0" "$([ -e "$rsock" ] && echo 1 || echo 0)"
 
 # ---- sluice attach serves one too, and removes it when it detaches ----
 world_host_bg unshare --net sh -c \
-	"ip link set lo up; exec setpriv --bounding-set -net_admin --inh-caps -net_admin sleep 60" \
+	"ip link set lo up; exec setpriv --bounding-set -net_admin,-sys_admin,-sys_module,-sys_ptrace --inh-caps -net_admin,-sys_admin,-sys_module,-sys_ptrace sleep 60" \
 	>/dev/null 2>&1
 u=$!
 bg_pids+=("$u")

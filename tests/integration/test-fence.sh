@@ -218,7 +218,7 @@ out=$(audit_query "$T/run.log" "sorted(set(str(r.get('client')).rsplit(':', 1)[0
 check "run: the gateway saw connections from its sandbox alone" "['$peer']" "$out"
 
 # ==== 2. attach: a container's other ways out ====
-NOADMIN="setpriv --bounding-set -net_admin --inh-caps -net_admin"
+NOADMIN="setpriv --bounding-set -net_admin,-sys_admin,-sys_module,-sys_ptrace --inh-caps -net_admin,-sys_admin,-sys_module,-sys_ptrace"
 inside() { local pid=$1; shift; nsenter -t "$pid" -n -- "$@"; }
 wait_netns() { # until process $1 (comm $2) is in a namespace other than the host's
 	for _ in $(seq 100); do
@@ -258,6 +258,18 @@ check "attach: a container holding CAP_NET_ADMIN is refused (exit 2)" 2 "$rc"
 check_has "attach: ... saying why" "has CAP_NET_ADMIN" "$out"
 check_has "attach: ... and what to do" "start the container without it" "$out"
 check "attach: ... and its namespace is untouched" "" "$(inside "$adm_pid" nft list tables)"
+# Without CAP_NET_ADMIN but with CAP_SYS_ADMIN (docker --cap-add SYS_ADMIN):
+# setns into another namespace, or out of the container, undoes the fence.
+world_host_bg unshare --net sh -c \
+	'ip link set lo up; exec setpriv --bounding-set -net_admin --inh-caps -net_admin sleep 300' \
+	>/dev/null 2>&1
+sa_pid=$!
+extra_pids+=("$sa_pid")
+wait_netns "$sa_pid" sleep || notok "the CAP_SYS_ADMIN container did not start"
+out=$(world_host "$SLUICE" attach --pid "$sa_pid" --policy "$T/policy.yaml" 2>&1); rc=$?
+check "attach: a container holding CAP_SYS_ADMIN (not CAP_NET_ADMIN) is refused (exit 2)" 2 "$rc"
+check_has "attach: ... saying why" "has CAP_SYS_ADMIN" "$out"
+check "attach: ... and its namespace is untouched" "" "$(inside "$sa_pid" nft list tables)"
 world_host_bg unshare --user --map-root-user --net sh -c 'exec sleep 300' >/dev/null 2>&1
 usr_pid=$!
 extra_pids+=("$usr_pid")

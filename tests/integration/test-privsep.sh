@@ -203,7 +203,7 @@ allow:
     ports: [80]
 P
 world_host_bg unshare --net sh -c \
-	"ip link set lo up; exec setpriv --bounding-set -net_admin --inh-caps -net_admin sleep 120" \
+	"ip link set lo up; exec setpriv --bounding-set -net_admin,-sys_admin,-sys_module,-sys_ptrace --inh-caps -net_admin,-sys_admin,-sys_module,-sys_ptrace sleep 120" \
 	>/dev/null 2>&1
 ctr=$!
 world_kill_pids+=("$ctr")
