@@ -55,6 +55,7 @@
 #include "macro.h"
 #include "netns.h"
 #include "nft.h"
+#include "observe.h"
 #include "policy-file.h"
 #include "policy.h"
 #include "sandbox-serve.h"
@@ -64,6 +65,7 @@
 struct attach {
 	const char *pid_arg, *netns, *policy_path, *audit, *resolver, *pool;
 	const char *upstream_ca, *ca_dir, *metrics;
+	bool observe; /* --observe */
 	struct sl_tls_setup tls; /* secrets and the CA the container must trust */
 	pid_t pid;
 	int pidfd;    /* -1: not watching the process (--netns, or no pidfd) */
@@ -87,6 +89,7 @@ static void attach_usage(FILE *f)
 	fputs("usage: sluice attach (--pid PID | --netns PATH) --policy FILE [--audit FILE|-]\n"
 	      "                     [--resolver ADDR[:PORT]] [--pool CIDR]\n"
 	      "                     [--ca-dir DIR] [--upstream-ca FILE] [--metrics ADDR:PORT]\n"
+	      "                     [--observe]\n"
 	      "\n"
 	      "Fence an existing network namespace (a container's: that of process PID, or the\n"
 	      "namespace file PATH) so that it can reach only sluice's gateway, which enforces\n"
@@ -105,6 +108,8 @@ static void attach_usage(FILE *f)
 	      "origins against FILE instead of the system's trust store.\n"
 	      "--metrics ADDR:PORT serves Prometheus metrics on the host's ADDR:PORT (not a\n"
 	      "wildcard, which would include the container's side; docs/metrics.md).\n"
+	      "--observe lets through what the rules deny, audited as observe-deny (the fence,\n"
+	      "SSRF refusals and credential rules still hold; docs/observe.md).\n"
 	      "Exits 0 after a clean detach, 1 for an invalid policy, 2 for a bad command line\n"
 	      "or target, 4 when the system refused.\n",
 	      f);
@@ -114,7 +119,7 @@ static int parse_args(struct attach *a, int argc, char **argv)
 {
 	enum {
 		O_PID = 256, O_NETNS, O_POLICY, O_AUDIT, O_RESOLVER, O_POOL, O_UPCA, O_CADIR,
-		O_METRICS
+		O_METRICS, O_OBSERVE
 	};
 	static const struct option opts[] = {
 	    {"pid", required_argument, NULL, O_PID},
@@ -126,6 +131,7 @@ static int parse_args(struct attach *a, int argc, char **argv)
 	    {"upstream-ca", required_argument, NULL, O_UPCA},
 	    {"ca-dir", required_argument, NULL, O_CADIR},
 	    {"metrics", required_argument, NULL, O_METRICS},
+	    {"observe", no_argument, NULL, O_OBSERVE},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -164,6 +170,9 @@ static int parse_args(struct attach *a, int argc, char **argv)
 		case O_METRICS:
 			slot = &a->metrics;
 			break;
+		case O_OBSERVE:
+			a->observe = true;
+			continue;
 		case 'h':
 			attach_usage(stdout);
 			return 1;
@@ -597,6 +606,9 @@ int sl_cmd_attach(int argc, char **argv)
 		teardown(&a);
 		return SL_EXIT_INVALID;
 	}
+	sl_cli_observe_force(a.policy, a.observe);
+	a.serve.observe = a.observe;
+	sl_cli_observe_banner(stderr, PROG, a.policy);
 	/* The container's users are not ours to know: a secret file must be
 	 * readable by its owner (root, or us) alone. */
 	if (sl_tls_load_secrets(&a.tls, a.policy, (uid_t)-1, err, sizeof(err)) < 0) {

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "macro.h"
+#include "observe.h"
 #include "policy.h"
 
 static const char *source_name(enum sl_secret_source s)
@@ -180,11 +181,17 @@ static int decide(const struct sl_policy *p, const char *target, const char *met
 	sl_policy_decide(p, &req, &d);
 	if (d.rule)
 		sl_rule_id(d.rule, id, sizeof(id));
-	printf("%s %s %s: %s%s\n", d.verdict == SL_VERDICT_ALLOW ? "allow" : "deny", id,
+	if (d.observed_rule)
+		sl_rule_id(d.observed_rule, id, sizeof(id));
+	else if (d.verdict == SL_VERDICT_OBSERVE)
+		snprintf(id, sizeof(id), "default");
+	printf("%s %s %s: %s%s\n", sl_verdict_to_string(d.verdict), id,
 	       sl_reason_to_string(d.reason), sl_policy_explain(p, &req, &d, text, sizeof(text)),
 	       !method ? carries(&d)
 	       : d.verdict == SL_VERDICT_ALLOW && d.inspect ? "; requests are inspected"
 							    : "");
+	/* An observe-deny is a deny the rules say: the exit status tells
+	 * what enforce mode would do (the line says observe mode lets it by). */
 	return d.verdict == SL_VERDICT_ALLOW ? SL_EXIT_OK : SL_EXIT_DENIED;
 }
 
@@ -245,5 +252,7 @@ int sl_cmd_check(int argc, char **argv)
 	if (target)
 		return decide(p, target, method, path);
 	print_summary(file, p);
+	printf("mode: %s\n", p->mode == SL_MODE_OBSERVE ? "observe (rules NOT enforced)" : "enforce");
+	sl_cli_observe_banner(stdout, "sluice check", p);
 	return SL_EXIT_OK;
 }

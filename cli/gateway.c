@@ -4,7 +4,7 @@
  *                [--dns ADDR:PORT] [--resolver ADDR[:PORT]] [--sandbox NAME]
  *                [--metrics ADDR:PORT]
  *                [--ca-dir DIR] [--upstream-ca FILE] [--gateway-user USER|UID]
- *                [limits...]
+ *                [--observe] [limits...]
  *
  * Runs the gateway on its own: an explicit proxy (CONNECT and absolute-form
  * HTTP/1.1) that lets through exactly what the policy allows, resolving
@@ -52,6 +52,7 @@
 #include "gateway.h"
 #include "macro.h"
 #include "netns.h"
+#include "observe.h"
 #include "policy-file.h"
 #include "tls-setup.h"
 
@@ -64,6 +65,7 @@ static struct sl_cli_inherited inherited;
 
 struct gw_cli {
 	const char *policy_path;
+	bool observe; /* --observe */
 	struct sl_gw *gw;
 	struct sl_audit *audit;
 	struct sl_gw_resolver *resolver_h;
@@ -102,6 +104,12 @@ static void gateway_usage(FILE *f)
 	      "                      [--header-timeout MS] [--max-header-bytes N]\n"
 	      "                      [--max-connections N] [--ca-dir DIR] [--upstream-ca FILE]\n"
 	      "                      [--gateway-user USER|UID] [--metrics ADDR:PORT]\n"
+	      "                      [--observe]\n"
+	      "\n"
+	      "--observe lets through what the policy's rules deny, audited as observe-deny\n"
+	      "(SSRF refusals, protocol checks and credential rules still hold; every reload\n"
+	      "stays in observe mode; docs/observe.md). `mode: observe` in the policy does\n"
+	      "the same until a reload without it.\n"
 	      "\n"
 	      "Hosts whose rules name methods, paths or a credential are inspected: give\n"
 	      "--ca-dir DIR, where sluice keeps its CA (ca.key, mode 0600; ca.crt and\n"
@@ -216,8 +224,11 @@ static void reload_fd(struct gw_cli *g, int fd)
 		sl_policy_free(p);
 		return;
 	}
+	sl_cli_observe_force(p, g->observe);
+	fprintf(stderr, "sluice gateway: %s: reloaded (%s mode)\n", g->policy_path,
+		p->mode == SL_MODE_OBSERVE ? "observe" : "enforce");
+	sl_cli_observe_banner(stderr, "sluice gateway", p);
 	sl_gw_set_policy(g->gw, p);
-	fprintf(stderr, "sluice gateway: %s: reloaded\n", g->policy_path);
 	ctl_answer(g, true, NULL);
 }
 
@@ -509,6 +520,9 @@ static int setup_and_serve(struct gw_cli *g, struct sl_gw_config *cfg, uv_loop_t
 
 	if (load_policy(g->policy_path, &policy) < 0)
 		return SL_EXIT_INVALID;
+	g->observe = cfg->observe;
+	sl_cli_observe_force(policy, g->observe);
+	sl_cli_observe_banner(stderr, "sluice gateway", policy);
 	g->tls.prog = "sluice gateway";
 	if (g->ca_dir) {
 		r = sl_tls_open_ca_dir(&g->tls, g->ca_dir, err, sizeof(err));
@@ -606,6 +620,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		O_HT,
 		O_MHB,
 		O_MC,
+		O_OBSERVE,
 		O_DNS,
 		O_CA_DIR,
 		O_GW_USER,
@@ -627,6 +642,7 @@ int sl_cmd_gateway(int argc, char **argv)
 		{ "max-header-bytes", required_argument, NULL, O_MHB },
 		{ "max-connections", required_argument, NULL, O_MC },
 		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "observe", no_argument, NULL, O_OBSERVE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -715,6 +731,9 @@ int sl_cmd_gateway(int argc, char **argv)
 			if (parse_num("--max-connections", optarg, 1 << 20, &v) < 0)
 				return SL_EXIT_USAGE;
 			cfg.max_connections = (unsigned)v;
+			break;
+		case O_OBSERVE:
+			cfg.observe = true;
 			break;
 		case 'h':
 			gateway_usage(stdout);

@@ -50,6 +50,7 @@
 #include "policy-file.h"
 #include "policy.h"
 #include "pty.h"
+#include "observe.h"
 #include "sandbox-serve.h"
 #include "trace.h"
 
@@ -194,7 +195,7 @@ static void run_usage(FILE *f)
 	      "                  [--cpu PERCENT] [--pool CIDR] [--audit FILE] [--rw PATH]...\n"
 	      "                  [--ro PATH]... [--trust FILE]... [--env NAME[=VALUE]]...\n"
 	      "                  [--resolver ADDR[:PORT]] [--upstream-ca FILE]\n"
-	      "                  [--metrics ADDR:PORT] -- CMD [ARG...]\n"
+	      "                  [--metrics ADDR:PORT] [--observe] -- CMD [ARG...]\n"
 	      "\n"
 	      "Run CMD in a sandbox whose only way out is sluice's gateway. Without --policy every\n"
 	      "egress is denied.\n"
@@ -218,6 +219,8 @@ static void run_usage(FILE *f)
 	      "  --upstream-ca FILE  verify inspected origins against FILE, not the system store\n"
 	      "  --metrics ADDR:PORT  serve Prometheus metrics on the host's ADDR:PORT (never the\n"
 	      "                    sandbox's side: not a wildcard; docs/metrics.md)\n"
+	      "  --observe         observe mode: let through what the rules deny, audited as\n"
+	      "                    observe-deny (docs/observe.md; never for long with secrets)\n"
 	      "\n"
 	      "Exits with CMD's status, or 128+N if signal N killed it; 125 if sluice itself\n"
 	      "failed (bad flags, an invalid policy, not root, setup, the audit log or the\n"
@@ -845,6 +848,9 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return RUN_EXIT_SETUP;
 	}
+	sl_cli_observe_force(r.policy, r.args.observe);
+	r.serve.observe = r.args.observe;
+	sl_cli_observe_banner(stderr, "sluice run", r.policy);
 	if (geteuid() != 0) {
 		fprintf(stderr, "sluice run: must run as root (it creates namespaces, links and "
 				"firewall rules, then drops to the user)\n");

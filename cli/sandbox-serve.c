@@ -30,6 +30,7 @@
 #include "err.h"
 #include "gw-process.h"
 #include "macro.h"
+#include "observe.h"
 #include "policy-file.h"
 #include "serve-internal.h"
 #include "trace.h"
@@ -313,6 +314,7 @@ int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 	((struct sockaddr_in *)&c.cfg.allowed_peer)->sin_family = AF_INET;
 	((struct sockaddr_in *)&c.cfg.allowed_peer)->sin_addr = sl_netns_sandbox_peer_addr(sb);
 	owned_ranges(t, &c.cfg);
+	c.cfg.observe = t->observe;
 	inet_ntop(AF_INET, &host, ip, sizeof(ip));
 	snprintf(c.listen_proxy, sizeof(c.listen_proxy), "%s:%u", ip, SL_SERVE_PORT_PROXY);
 	snprintf(c.listen_dns, sizeof(c.listen_dns), "%s:%u", ip, SL_SERVE_PORT_DNS);
@@ -571,6 +573,7 @@ int sl_serve_reload(struct sl_serve *t, const char *policy_path)
 	struct sl_policy *p = NULL;
 	char err[512];
 	size_t len = 0;
+	bool observe;
 	int r;
 
 	if (!policy_path) {
@@ -603,8 +606,11 @@ int sl_serve_reload(struct sl_serve *t, const char *policy_path)
 			return -1;
 		}
 	}
+	sl_cli_observe_force(p, t->observe);
+	observe = p->mode == SL_MODE_OBSERVE;
 	/* Its ports, known before the gateway has it: applied only once it
-	 * took it, so a failed reload changes nothing. */
+	 * took it, so a failed reload changes nothing. (In observe mode,
+	 * every port: sl_policy_allowed_tcp_ports.) */
 	r = sl_policy_allowed_tcp_ports(p, &ports);
 	sl_policy_free(p);
 	if (r < 0) {
@@ -621,7 +627,13 @@ int sl_serve_reload(struct sl_serve *t, const char *policy_path)
 		return r == -ETIMEDOUT ? r : -1;
 	}
 	fence_reload(t, &ports);
-	fprintf(stderr, "%s: %s: reloaded\n", t->prog, policy_path);
+	fprintf(stderr, "%s: %s: reloaded%s\n", t->prog, policy_path,
+		observe ? " (observe mode)" : " (enforce mode)");
+	if (observe) {
+		struct sl_policy shown = {.mode = SL_MODE_OBSERVE};
+
+		sl_cli_observe_banner(stderr, t->prog, &shown);
+	}
 	return 0;
 }
 

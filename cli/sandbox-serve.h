@@ -41,6 +41,9 @@ struct sl_serve {
 	/* The paths the sandbox can write (`run --rw`; NULL-terminated, or
 	 * NULL): a reload refuses a policy under one of them. Borrowed. */
 	const char *const *sandbox_writable;
+	/* --observe: every policy, at start and on each reload, is in observe
+	 * mode (the gateway's config says so too: sl_gw_config.observe). */
+	bool observe;
 	/* The pool the sandbox's veth addresses come from (set before
 	 * starting): never a destination through the gateway, nor is the
 	 * default pool, whatever the policy's private_addresses says. */

@@ -29,6 +29,8 @@ static bool name_decides(struct conn *c, const char *name, bool opaque_only)
 	struct sl_decision dec;
 
 	sl_policy_decide(c->pol->p, &q, &dec);
+	if (dec.verdict == SL_VERDICT_OBSERVE)
+		return !opaque_only; /* observe mode: never opaque at once */
 	if (dec.verdict != SL_VERDICT_ALLOW)
 		return false;
 	return !opaque_only || (!dec.inspect && dec.rule && dec.rule->opaque);

@@ -303,7 +303,8 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 	conn_policy_refresh(c);
 	sl_policy_decide(c->pol->p, &q, &c->dec);
 	c->decided = true;
-	if (c->dec.verdict != SL_VERDICT_ALLOW) {
+	/* SL_VERDICT_OBSERVE goes on, as an allow with no rule's rights. */
+	if (c->dec.verdict != SL_VERDICT_ALLOW && c->dec.verdict != SL_VERDICT_OBSERVE) {
 		conn_respond_error(c, 403, NULL,
 				   sl_policy_explain(c->pol->p, &q, &c->dec, why, sizeof(why)));
 		return;

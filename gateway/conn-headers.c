@@ -16,6 +16,7 @@ void conn_policy_refresh(struct conn *c)
 		return;
 	/* Nothing may point into the old policy once it is let go. */
 	c->dec.rule = NULL;
+	c->dec.observed_rule = NULL;
 	c->credential = NULL;
 	c->pol = sl_gw_policy_ref(c->gw->policy);
 	sl_gw_policy_unref(old);

@@ -81,8 +81,7 @@ void conn_write_audit(struct conn *c)
 	    .port = c->parsed || c->captured ? c->port : -1,
 	    .path = c->path,
 	    .status = c->status ? c->status : -1,
-	    .decision =
-		c->decided && c->dec.verdict == SL_VERDICT_ALLOW && !c->refused ? "allow" : "deny",
+	    .decision = c->decided && !c->refused ? sl_verdict_to_string(c->dec.verdict) : "deny",
 	    .reason = conn_reason(c),
 	    .tls = c->inspect ? "inspect"
 		   : (c->is_connect && c->state_was_relay) || c->tls_seen ? "passthrough"
@@ -103,6 +102,11 @@ void conn_write_audit(struct conn *c)
 	c->audited = true;
 	if (c->decided && c->dec.rule)
 		r.rule = sl_rule_id(c->dec.rule, rule, sizeof(rule));
+	else if (c->decided && c->dec.verdict == SL_VERDICT_OBSERVE)
+		/* What would have decided: `sluice learn` reads it. */
+		r.rule = c->dec.observed_rule
+			     ? sl_rule_id(c->dec.observed_rule, rule, sizeof(rule))
+			     : "default";
 	sl_gw_audit_record(c->gw, &r);
 	(void)sl_gw_audit_ok(c->gw);
 	c->approval = (struct sl_gw_approval){0};

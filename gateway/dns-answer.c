@@ -87,9 +87,11 @@ static const char *qtype_name(uint16_t t, char *buf, size_t size)
 	return buf;
 }
 
-void dns_audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_query *q,
-	       uint64_t start_wall_ms, uint64_t start_ms, int status, bool allow,
-	       const char *reason, const char *rule)
+/* The record of a query: decision "allow", "deny" or (observe mode, a
+ * name the rules deny that was answered) "observe-deny". */
+static void dns_audit_as(struct sl_gw_dns *d, const char *client, const struct sl_dns_query *q,
+			 uint64_t start_wall_ms, uint64_t start_ms, int status,
+			 const char *decision, const char *reason, const char *rule)
 {
 	char tbuf[16];
 	struct sl_audit_record r = {
@@ -101,7 +103,7 @@ void dns_audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_quer
 		.host = q ? q->qname : NULL,
 		.port = -1,
 		.status = status,
-		.decision = allow ? "allow" : "deny",
+		.decision = decision,
 		.rule = rule,
 		.reason = reason,
 		.bytes_up = -1,
@@ -112,6 +114,29 @@ void dns_audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_quer
 	if (d->gw->audit)
 		(void)sl_audit_write(d->gw->audit, &r);
 	(void)sl_gw_audit_ok(d->gw);
+}
+
+void dns_audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_query *q,
+	       uint64_t start_wall_ms, uint64_t start_ms, int status, bool allow,
+	       const char *reason, const char *rule)
+{
+	dns_audit_as(d, client, q, start_wall_ms, start_ms, status, allow ? "allow" : "deny",
+		     reason, rule);
+}
+
+/* An answered query for a name observe mode let through: its record says
+ * what would have refused it; a name that was not answered after all
+ * (resolve-failed, private-address) is a plain deny. */
+static void dns_audit_answered(struct sl_gw_dns *d, const char *client,
+			       const struct sl_dns_query *q, uint64_t wall, uint64_t start,
+			       int status, bool allow, const char *reason,
+			       const struct dns_observed *obs)
+{
+	if (allow && obs->reason)
+		dns_audit_as(d, client, q, wall, start, status, "observe-deny", obs->reason,
+			     obs->rule);
+	else
+		dns_audit(d, client, q, wall, start, status, allow, reason, NULL);
 }
 
 /* ---- Replies ---- */
@@ -241,8 +266,8 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 	}
 	query_unlink(dq);
 	sent = reply(d, dq->tcp, (const struct sockaddr *)&dq->peer, &dq->q, rcode, ans, n, ttl);
-	dns_audit(d, dq->client, &dq->q, dq->start_wall_ms, dq->start_ms, sent,
-		  rcode == SL_DNS_RCODE_NOERROR && !(seen && !n), reason, NULL);
+	dns_audit_answered(d, dq->client, &dq->q, dq->start_wall_ms, dq->start_ms, sent,
+			   rcode == SL_DNS_RCODE_NOERROR && !(seen && !n), reason, &dq->obs);
 	/* The connection, if any, is still allocated: it is freed only in
 	 * its close callbacks, which run on a later loop turn. */
 	if (dq->tcp)
@@ -251,18 +276,25 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 }
 
 /* Why a name is not answered, as sl_policy_decide() would say it for the
- * usual port: the deny rule that names it, or that no rule does. */
+ * usual port: the deny rule that names it, or that no rule does. In
+ * observe mode *ret_observe says whether the name is answered anyway: a
+ * name (never an IP literal) the rules alone refuse. */
 static const char *denied_reason(const struct sl_policy *p, const struct sl_dns_query *q,
-				 char *rule, size_t size)
+				 char *rule, size_t size, bool *ret_observe)
 {
 	struct sl_request req = { .host = q->qname, .host_len = q->qname_len, .port = 443 };
 	struct sl_decision dec;
+	const struct sl_rule *r;
 
 	sl_policy_decide(p, &req, &dec);
-	if (dec.verdict != SL_VERDICT_DENY)
+	*ret_observe = dec.verdict == SL_VERDICT_OBSERVE && dec.host_kind == SL_HOST_NAME;
+	if (dec.verdict == SL_VERDICT_ALLOW)
 		return "port"; /* a deny rule takes every port some allow rule names */
-	if (dec.rule)
-		sl_rule_id(dec.rule, rule, size);
+	r = dec.rule ? dec.rule : dec.observed_rule;
+	if (r)
+		sl_rule_id(r, rule, size);
+	else if (*ret_observe)
+		snprintf(rule, size, "default");
 	return sl_reason_to_string(dec.reason);
 }
 
@@ -272,12 +304,13 @@ static const char *denied_reason(const struct sl_policy *p, const struct sl_dns_
  * (and audited). */
 static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
 			     const char *client, const struct sl_dns_query *q, uint64_t wall,
-			     uint64_t now)
+			     uint64_t now, struct dns_observed *obs)
 {
 	const struct sl_policy *p = d->gw->policy->p;
 	const struct sl_rule *wild;
 	char rule[96] = "";
 	const char *reason;
+	bool observe = false;
 	int r;
 
 	/* The audit log cannot be written: nothing is decided, nor resolved
@@ -294,7 +327,15 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 		return true;
 	}
 	if (!sl_policy_name_allowed(p, q->qname, q->qname_len)) {
-		reason = denied_reason(p, q, rule, sizeof(rule));
+		reason = denied_reason(p, q, rule, sizeof(rule), &observe);
+		if (observe) {
+			/* Observe mode: answered (nothing could be observed
+			 * otherwise), under the DNS budget of its suffix
+			 * (dns-gate.c), and audited "observe-deny". */
+			obs->reason = reason;
+			snprintf(obs->rule, sizeof(obs->rule), "%s", rule);
+			goto by_type;
+		}
 		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
 		dns_audit(d, client, q, wall, now, r, false, reason, rule[0] ? rule : NULL);
 		return true;
@@ -309,6 +350,7 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 			  sl_rule_id(wild, rule, sizeof(rule)));
 		return true;
 	}
+by_type:
 	if (q->qtype != SL_DNS_TYPE_A && q->qtype != SL_DNS_TYPE_AAAA) {
 		/* HTTPS, SVCB, TXT, MX, ANY...: the name exists, but we hold
 		 * only addresses, and forwarding the question would let
@@ -317,7 +359,7 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 		 * never handed an ECH configuration: a ClientHello that
 		 * hides its real SNI could not be decided by the capture. */
 		r = reply(d, c, peer, q, SL_DNS_RCODE_NOERROR, NULL, 0, 0);
-		dns_audit(d, client, q, wall, now, r, true, "allowed", NULL);
+		dns_audit_answered(d, client, q, wall, now, r, true, "allowed", obs);
 		return true;
 	}
 	return false;
@@ -326,7 +368,7 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 /* An allowed A or AAAA question: resolved, then answered (on_resolved). */
 static void resolve_query(struct sl_gw_dns *d, struct dns_tcp *c, const struct sockaddr *peer,
 			  const char *client, const struct sl_dns_query *q, uint64_t wall,
-			  uint64_t now)
+			  uint64_t now, const struct dns_observed *obs)
 {
 	struct dns_query *dq;
 	int r;
@@ -346,6 +388,7 @@ static void resolve_query(struct sl_gw_dns *d, struct dns_tcp *c, const struct s
 	dq->start_wall_ms = wall;
 	dq->start_ms = now;
 	dq->q = *q;
+	dq->obs = *obs;
 	r = sl_gw_resolve(d->gw->resolver, q->qname, on_resolved, dq, &dq->req);
 	if (r < 0) {
 		free(dq);
@@ -369,6 +412,7 @@ void dns_handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct soc
 			   const char *client, const uint8_t *msg, size_t len)
 {
 	uint64_t wall = sl_audit_now_ms(), now = uv_now(d->gw->loop);
+	struct dns_observed obs = {0};
 	struct sl_dns_query q;
 	int r, rcode;
 
@@ -385,9 +429,9 @@ void dns_handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct soc
 		dns_audit(d, client, NULL, wall, now, rcode, false, "malformed", NULL);
 		return;
 	}
-	if (answer_by_policy(d, c, peer, client, &q, wall, now))
+	if (answer_by_policy(d, c, peer, client, &q, wall, now, &obs))
 		return;
-	resolve_query(d, c, peer, client, &q, wall, now);
+	resolve_query(d, c, peer, client, &q, wall, now, &obs);
 }
 
 void dns_query_cancel(struct dns_query *dq)

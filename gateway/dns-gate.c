@@ -70,6 +70,63 @@ static void audit_refusal(struct sl_gw *gw, const struct sl_rule *rule, const ch
 	(void)sl_gw_audit_ok(gw);
 }
 
+/* Observe mode: a name no allow rule lets the sandbox resolve was chosen
+ * by the agent as much as one under a wildcard, so it is budgeted too:
+ * under its last two labels (sl_policy_observe_suffix), and all of them
+ * together under OBSERVE_ALL (a zone per suffix is one registration per
+ * 60 names a minute; this bounds even many of them). docs/observe.md
+ * says what it costs. */
+#define OBSERVE_ALL "(observe: every name no rule allows)"
+#define OBSERVE_ALL_FACTOR 4
+
+static int gate_observed(struct sl_gw *gw, const struct sl_policy *p, const char *name)
+{
+	char norm[SL_HOST_BUF], suffix[SL_HOST_BUF], why[SL_HOST_BUF + 160];
+	struct sl_dns_budget_refusal ref = {0};
+	unsigned limit = sl_policy_dns_new_names(p), all = limit * OBSERVE_ALL_FACTOR;
+	enum sl_host_kind kind;
+	int r;
+
+	if (sl_host_normalize(name, strlen(name), norm, &kind, NULL) < 0 || kind != SL_HOST_NAME)
+		return 0; /* an IP literal: nothing to send upstream */
+	sl_policy_observe_suffix(norm, suffix, sizeof(suffix));
+	if (all > SL_DNS_BUDGET_LIMIT_MAX)
+		all = SL_DNS_BUDGET_LIMIT_MAX;
+	r = sl_dns_budget_charge(gw->budget, suffix, norm, limit, uv_now(gw->loop), &ref);
+	if (r >= 0) {
+		r = sl_dns_budget_charge(gw->budget, OBSERVE_ALL, norm, all, uv_now(gw->loop), &ref);
+		snprintf(suffix, sizeof(suffix), "%s", OBSERVE_ALL);
+		limit = all;
+	}
+	if (r >= 0)
+		return 0;
+	if (r == -EDQUOT && ref.audit && gw->audit) {
+		struct sl_audit_record rec = {
+		    .ts_ms = sl_audit_now_ms(),
+		    .sandbox = gw->cfg.sandbox,
+		    .event = "dns",
+		    .host = norm,
+		    .port = -1,
+		    .status = -1,
+		    .decision = "deny",
+		    .rule = "default",
+		    .reason = why,
+		    .bytes_up = -1,
+		    .bytes_down = -1,
+		};
+
+		if (ref.suppressed)
+			audit_suppressed(gw, suffix, ref.suppressed);
+		snprintf(why, sizeof(why),
+			 "dns-budget: observe mode: %u new names under %s in the last minute; more "
+			 "are refused for the rest of it, and not logged one by one",
+			 limit, suffix);
+		(void)sl_audit_write(gw->audit, &rec);
+		(void)sl_gw_audit_ok(gw);
+	}
+	return -EDQUOT;
+}
+
 static int gate(void *data, const char *name)
 {
 	struct sl_gw *gw = data;
@@ -79,6 +136,8 @@ static int gate(void *data, const char *name)
 	unsigned limit;
 	int r;
 
+	if (!rule && p->mode == SL_MODE_OBSERVE && !sl_policy_name_allowed(p, name, strlen(name)))
+		return gate_observed(gw, p, name);
 	if (!rule)
 		return 0;
 	limit = sl_policy_dns_new_names(p);

@@ -23,6 +23,13 @@
 
 struct dns_tcp;
 
+/* Observe mode: a name the rules deny, answered anyway; what would have
+ * refused it, for the record. reason NULL: not observed. */
+struct dns_observed {
+	const char *reason; /* static */
+	char rule[96];
+};
+
 struct dns_query {
 	struct sl_gw_dns *d;
 	struct dns_query *prev, *next;
@@ -33,6 +40,7 @@ struct dns_query {
 	struct sl_gw_resolve_req *req;
 	uint64_t start_wall_ms, start_ms;
 	struct sl_dns_query q;
+	struct dns_observed obs;
 };
 
 struct dns_tcp {

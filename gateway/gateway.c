@@ -171,6 +171,8 @@ int sl_gw_new(uv_loop_t *loop, const struct sl_gw_config *cfg, struct sl_policy 
 	gw->cfg = *cfg;
 	gw->resolver = resolver;
 	gw->audit = audit;
+	if (cfg->observe)
+		policy->mode = SL_MODE_OBSERVE;
 	gw->policy = policy_wrap(policy);
 	if (!gw->policy) {
 		free(gw);
@@ -269,7 +271,11 @@ int sl_gw_listen_proxy(struct sl_gw *gw, const char *addr_port, char *err, size_
 
 void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p)
 {
-	struct sl_gw_policy *gp = policy_wrap(p);
+	struct sl_gw_policy *gp;
+
+	if (gw->cfg.observe)
+		p->mode = SL_MODE_OBSERVE;
+	gp = policy_wrap(p);
 
 	if (!gp) {
 		sl_policy_free(p);

@@ -49,6 +49,10 @@ struct sl_gw_config {
 	 * stderr. NULL: nobody to tell. */
 	void (*audit_failed)(void *data, int err);
 	void *audit_failed_data;
+	/* --observe: every policy the gateway is given, at start and on each
+	 * reload, is in observe mode whatever its `mode:` says (policy.h,
+	 * docs/observe.md). */
+	bool observe;
 };
 
 void sl_gw_config_defaults(struct sl_gw_config *c);

@@ -148,6 +148,7 @@ void insp_audit_now(struct conn *c)
 		return;
 	if (!c->decided) {
 		c->dec.rule = NULL;
+		c->dec.observed_rule = NULL;
 		c->decided = true; /* for the host; refused says deny */
 	}
 	conn_write_audit(c);

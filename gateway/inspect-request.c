@@ -111,6 +111,7 @@ static int start_request(struct insp *in, const struct sl_http_request *r)
 	c->status = 0;
 	/* Until this request is decided, no rule speaks for it. */
 	c->dec.rule = NULL;
+	c->dec.observed_rule = NULL;
 	conn_policy_refresh(c);
 	c->start_wall_ms = sl_audit_now_ms();
 	c->start_loop_ms = uv_now(c->gw->loop);
@@ -179,7 +180,9 @@ static int decide_request(struct insp *in, const struct sl_inject **ret_inj,
 	q.path_len = strlen(c->path);
 	sl_policy_decide(c->pol->p, &q, &c->dec);
 	c->decided = true;
-	if (c->dec.verdict != SL_VERDICT_ALLOW) {
+	/* SL_VERDICT_OBSERVE goes on with no credential (its rule is NULL);
+	 * the host's credential headers are dropped all the same. */
+	if (c->dec.verdict != SL_VERDICT_ALLOW && c->dec.verdict != SL_VERDICT_OBSERVE) {
 		insp_respond(in, 403, NULL,
 			     sl_policy_explain(c->pol->p, &q, &c->dec, msg, sizeof(msg)));
 		return -1;

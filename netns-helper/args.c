@@ -306,6 +306,10 @@ int sl_netns_run_args_parse(int argc, char **argv, struct sl_netns_run_args *ret
 		}
 		if (arg[0] != '-')
 			break; /* the command starts here */
+		if (!strcmp(arg, "--observe")) { /* the one flag without a value */
+			a.observe = true;
+			continue;
+		}
 		o = find_opt(arg, &v);
 		if (o < 0)
 			return sl_err(err, errlen, -EINVAL, "unknown option '%s'", arg);

@@ -94,6 +94,7 @@ struct sl_netns_run_args {
 	size_t n_env;
 	char **argv; /* the command, NULL-terminated, at least one word */
 	bool help;   /* --help: nothing else is meaningful */
+	bool observe; /* --observe: the policy in observe mode (docs/observe.md) */
 };
 
 /* argv[0] is "run". Options may come in any order before "--" (or before

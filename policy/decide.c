@@ -248,8 +248,8 @@ static size_t gather_candidates(const struct sl_policy *p, const char *host,
 	return n;
 }
 
-void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
-		      struct sl_decision *d)
+static void decide_rules(const struct sl_policy *p, const struct sl_request *req,
+			 struct sl_decision *d)
 {
 	const struct index_entry *cand[MAX_CANDIDATES];
 	size_t n_cand = 0, i, j;
@@ -264,6 +264,7 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	d->verdict = SL_VERDICT_DENY;
 	d->reason = SL_REASON_NO_RULE;
 	d->rule = NULL;
+	d->observed_rule = NULL;
 	d->inspect = false;
 	d->detail = NULL;
 	d->path_checked = false;
@@ -393,6 +394,58 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	d->inspect = inspect || (d->host_injects && !req->method && !allow->opaque);
 }
 
+/* The reasons observe mode relaxes: the policy's own choices. */
+static bool reason_observable(enum sl_reason r)
+{
+	switch (r) {
+	case SL_REASON_DENY_RULE:
+	case SL_REASON_NO_RULE:
+	case SL_REASON_PORT:
+	case SL_REASON_METHOD:
+	case SL_REASON_PATH:
+		return true;
+	case SL_REASON_ALLOWED:
+	case SL_REASON_INVALID_HOST:
+	case SL_REASON_INVALID_PATH:
+	case SL_REASON_INVALID_REQUEST:
+	case _SL_REASON_MAX:
+		break;
+	}
+	return false;
+}
+
+void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
+		      struct sl_decision *d)
+{
+	decide_rules(p, req, d);
+	if (p->mode != SL_MODE_OBSERVE || d->verdict != SL_VERDICT_DENY ||
+	    !reason_observable(d->reason))
+		return;
+	d->verdict = SL_VERDICT_OBSERVE;
+	/* No rule's rights go with it: the deny rule only names what would
+	 * have decided (a deny rule has no credential, but nothing should
+	 * have to know that). */
+	d->observed_rule = d->rule;
+	d->rule = NULL;
+	/* On a host where some rule injects, the connection is inspected,
+	 * as an allowed one would be, so that the agent's own credential
+	 * headers are dropped from each request there (and a request
+	 * observed on such a host gets no secret: rule is NULL). */
+	d->inspect = !req->method && d->host_injects;
+}
+
+void sl_policy_observe_suffix(const char *name, char *buf, size_t size)
+{
+	const char *last = NULL, *prev = NULL, *s;
+
+	for (s = name; *s; s++)
+		if (*s == '.') {
+			prev = last;
+			last = s;
+		}
+	snprintf(buf, size, "%s", prev ? prev + 1 : name);
+}
+
 /* A deny rule that refuses a connection on this port whatever its
  * requests: sl_policy_decide() on a bare connection stops at exactly these. */
 static bool plain_deny_covers(const struct sl_policy *p, const struct index_entry *const *cand,
@@ -448,14 +501,16 @@ const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request
 {
 	char id[96] = "", path[256] = "";
 	const char *h = d->host;
+	/* Observe mode: the deny rule that would have decided. */
+	const struct sl_rule *rule = d->rule ? d->rule : d->observed_rule;
 	const char *m = req->method ? req->method : "";
 	int mlen = 0;
 
 	/* The method is the client's; print it only if it is a token we know. */
 	if (req->method && sl_method_from_string(req->method, strlen(req->method)))
 		mlen = (int)strlen(m);
-	if (d->rule)
-		sl_rule_id(d->rule, id, sizeof(id));
+	if (rule)
+		sl_rule_id(rule, id, sizeof(id));
 	if (d->reason == SL_REASON_PATH) {
 		char full[SL_PATH_BUF];
 
@@ -466,11 +521,11 @@ const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request
 	switch (d->reason) {
 	case SL_REASON_ALLOWED:
 		snprintf(buf, size, "%s:%u allowed by %s (%s:%u)", h, req->port, id, p->source,
-			 d->rule->line);
+			 rule ? rule->line : 0);
 		break;
 	case SL_REASON_DENY_RULE:
 		snprintf(buf, size, "%s:%u denied by %s (%s:%u)", h, req->port, id, p->source,
-			 d->rule->line);
+			 rule ? rule->line : 0);
 		break;
 	case SL_REASON_NO_RULE:
 		snprintf(buf, size, "%s is not allowed by the policy (no rule names it)", h);
@@ -522,6 +577,19 @@ const char *sl_reason_to_string(enum sl_reason r)
 	if ((unsigned)r >= _SL_REASON_MAX)
 		return "unknown";
 	return names[r];
+}
+
+const char *sl_verdict_to_string(enum sl_verdict v)
+{
+	switch (v) {
+	case SL_VERDICT_ALLOW:
+		return "allow";
+	case SL_VERDICT_OBSERVE:
+		return "observe-deny";
+	case SL_VERDICT_DENY:
+		break;
+	}
+	return "deny";
 }
 
 const char *sl_rule_id(const struct sl_rule *r, char *buf, size_t size)

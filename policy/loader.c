@@ -847,15 +847,36 @@ static void load_private(struct loader *l, const yaml_node_t *n)
 	}
 }
 
+/* ---- mode ---- */
+
+/* `mode: enforce` (the default) or `mode: observe` (docs/observe.md). A
+ * misspelt mode is an error, never enforce nor observe by guess. */
+static void load_mode(struct loader *l, const yaml_node_t *n)
+{
+	const char *s;
+	char b[40];
+
+	s = sl_yaml_scalar(&l->y, n, "'mode'", NULL);
+	if (!s)
+		return;
+	if (!strcmp(s, "enforce"))
+		l->p->mode = SL_MODE_ENFORCE;
+	else if (!strcmp(s, "observe"))
+		l->p->mode = SL_MODE_OBSERVE;
+	else
+		sl_yaml_error_at(&l->y, n, "'mode' must be 'enforce' or 'observe', not '%s'",
+				 sl_yaml_shown(n, b, sizeof(b)));
+}
+
 /* ---- passes ---- */
 
 static void load_document(struct loader *l, const char *buf, size_t len)
 {
 	static const char *const keys[] = { "version", "secrets", "allow", "deny",
-					    "private_addresses", "dns", NULL };
-	enum { K_VERSION, K_SECRETS, K_ALLOW, K_DENY, K_PRIVATE, K_DNS };
+					    "private_addresses", "dns", "mode", NULL };
+	enum { K_VERSION, K_SECRETS, K_ALLOW, K_DENY, K_PRIVATE, K_DNS, K_MODE };
 	yaml_parser_t parser;
-	yaml_node_t *root, *v[6];
+	yaml_node_t *root, *v[7];
 
 	if (!yaml_parser_initialize(&parser)) {
 		l->y.oom = true;
@@ -904,6 +925,8 @@ static void load_document(struct loader *l, const char *buf, size_t len)
 		load_private(l, v[K_PRIVATE]);
 	if (v[K_DNS])
 		sl_policy_load_dns(&l->y, l->p, v[K_DNS]);
+	if (v[K_MODE])
+		load_mode(l, v[K_MODE]);
 }
 
 static void free_rules(struct sl_rule *rules, size_t n)

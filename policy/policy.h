@@ -117,6 +117,17 @@ struct sl_cidr {
 
 struct sl_policy_index;
 
+/* `mode:` (docs/observe.md). Observe lets through what the rules would
+ * deny, audited "observe-deny"; only the rules' verdicts relax: SSRF
+ * refusals, protocol checks, credential injection and the kernel's fence
+ * stay as in enforce. Code that adds rules from the policy outside the
+ * gateway (nftables' SYN-reject of ports no rule allows) must check
+ * `p->mode == SL_MODE_OBSERVE` and add none. */
+enum sl_policy_mode {
+	SL_MODE_ENFORCE,
+	SL_MODE_OBSERVE,
+};
+
 struct sl_policy {
 	char *source; /* file name, for messages */
 	struct sl_secret *secrets;
@@ -132,6 +143,7 @@ struct sl_policy {
 	/* dns: new_names_per_minute; 0 when the policy does not say (then
 	 * sl_policy_dns_new_names() gives the default). */
 	unsigned dns_new_names;
+	enum sl_policy_mode mode; /* `mode:`, or forced by --observe */
 };
 
 /* Errors found while loading, each "file:line:col: message". */
@@ -187,6 +199,11 @@ struct sl_request {
 enum sl_verdict {
 	SL_VERDICT_DENY,
 	SL_VERDICT_ALLOW,
+	/* Observe mode: the rules deny it (reason and observed_rule say how),
+	 * the gateway lets it through with no allow rule's rights (no
+	 * credential, rule NULL). Anything that checks `== SL_VERDICT_ALLOW`
+	 * treats it as a deny, which is the safe default. */
+	SL_VERDICT_OBSERVE,
 };
 
 enum sl_reason {
@@ -208,6 +225,9 @@ struct sl_decision {
 	/* The rule that decided, or NULL for the default deny and for
 	 * requests refused before any rule was looked at. */
 	const struct sl_rule *rule;
+	/* SL_VERDICT_OBSERVE: the deny rule that would have decided, NULL
+	 * for the default deny. NULL for every other verdict. */
+	const struct sl_rule *observed_rule;
 	/* For an allowed connection: some rule for this host and port needs
 	 * its requests inspected (methods, paths or a credential), or some
 	 * rule for the host injects and this port is not `protocol: tcp`. */
@@ -228,7 +248,12 @@ struct sl_decision {
 	enum sl_host_kind host_kind;
 };
 
-/* Decide a request. Never fails: anything it cannot make sense of is denied. */
+/* Decide a request. Never fails: anything it cannot make sense of is
+ * denied. In observe mode a request the rules deny (a deny rule, no rule,
+ * or one that names the host but not this port, method or path) gets
+ * SL_VERDICT_OBSERVE instead; one refused before any rule was looked at
+ * (an invalid host, an ambiguous path, an invalid request) stays denied:
+ * those are the gateway's own safety checks, not the policy's choices. */
 void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 		      struct sl_decision *ret);
 
@@ -267,6 +292,15 @@ const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request
 			      const struct sl_decision *d, char *buf, size_t size);
 
 const char *sl_reason_to_string(enum sl_reason r);
+
+/* "allow", "deny" or "observe-deny", as the audit log spells a verdict. */
+const char *sl_verdict_to_string(enum sl_verdict v);
+
+/* The suffix an observed name's DNS lookups are budgeted under, written
+ * to buf (SL_HOST_BUF): its last two labels (a public suffix like co.uk
+ * is then shared by every name under it: a tighter budget, never a
+ * looser one). The name must be in normal form. */
+void sl_policy_observe_suffix(const char *name, char *buf, size_t size);
 
 /* "allow[2]", or the rule's name when it has one. */
 const char *sl_rule_id(const struct sl_rule *r, char *buf, size_t size);
