@@ -569,6 +569,85 @@ static void test_inject_host_inspected_everywhere(void **state)
 	sl_policy_free(p);
 }
 
+/* Observe mode: what the rules deny is SL_VERDICT_OBSERVE, naming what
+ * would have decided and giving no rule's rights; what is refused before
+ * any rule (invalid hosts, ambiguous paths, invalid requests) stays DENY. */
+static void test_observe_mode(void **state)
+{
+	struct sl_policy *p = load("version: 1\nmode: observe\nsecrets:\n  k: { env: K }\n"
+				   "allow:\n  - host: api.a.com\n    ports: [443]\n"
+				   "    methods: [POST]\n    paths: [\"/v1/*\"]\n"
+				   "    inject: { header: x-api-key, secret: k }\n"
+				   "  - host: b.com\n"
+				   "deny:\n  - host: bad.b.com\n    name: no-bad\n");
+	struct sl_decision d;
+
+	(void)state;
+	assert_int_equal(p->mode, SL_MODE_OBSERVE);
+	ALLOW(p, "b.com", 443, NULL, NULL);
+	d = decide(p, "c.com", 443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_int_equal(d.reason, SL_REASON_NO_RULE);
+	assert_null(d.rule);
+	assert_null(d.observed_rule);
+	assert_false(d.inspect);
+	d = decide(p, "bad.b.com", 443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_int_equal(d.reason, SL_REASON_DENY_RULE);
+	assert_null(d.rule);
+	assert_non_null(d.observed_rule);
+	assert_string_equal(d.observed_rule->name, "no-bad");
+	assert_non_null(strstr(why, "denied by no-bad"));
+	/* A path the injecting rule does not name: through, with no rule
+	 * (so no credential), and the host still known to inject. */
+	d = decide(p, "api.a.com", 443, "POST", "/v2/x");
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_int_equal(d.reason, SL_REASON_PATH);
+	assert_null(d.rule);
+	assert_true(d.host_injects);
+	d = decide(p, "api.a.com", 443, "GET", "/v1/x");
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_int_equal(d.reason, SL_REASON_METHOD);
+	assert_null(d.rule);
+	/* Another port of an injecting host: inspected, so the agent's own
+	 * credential headers are dropped there too. */
+	d = decide(p, "api.a.com", 8443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_int_equal(d.reason, SL_REASON_PORT);
+	assert_true(d.inspect);
+	d = decide(p, "api.a.com", 443, "POST", "/v1/m");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.rule->has_inject);
+	/* The gateway's own refusals are not the policy's to relax. */
+	DENY(p, "a..com", 443, NULL, NULL, SL_REASON_INVALID_HOST);
+	DENY(p, "api.a.com", 443, "POST", "/v1/%2e%2e/admin", SL_REASON_INVALID_PATH);
+	DENY(p, "c.com", 0, NULL, NULL, SL_REASON_INVALID_REQUEST);
+	DENY(p, "c.com", 443, "GET", "http://x/", SL_REASON_INVALID_REQUEST);
+	assert_string_equal(sl_verdict_to_string(SL_VERDICT_OBSERVE), "observe-deny");
+	sl_policy_free(p);
+
+	/* Enforce (the default, or said): the same requests are denied. */
+	p = load("version: 1\nmode: enforce\nallow:\n  - host: b.com\n");
+	assert_int_equal(p->mode, SL_MODE_ENFORCE);
+	DENY(p, "c.com", 443, NULL, NULL, SL_REASON_NO_RULE);
+	sl_policy_free(p);
+}
+
+static void test_observe_suffix(void **state)
+{
+	char b[SL_HOST_BUF];
+
+	(void)state;
+	sl_policy_observe_suffix("a.b.example.com", b, sizeof(b));
+	assert_string_equal(b, "example.com");
+	sl_policy_observe_suffix("x.y.co.uk", b, sizeof(b));
+	assert_string_equal(b, "co.uk");
+	sl_policy_observe_suffix("example.com", b, sizeof(b));
+	assert_string_equal(b, "example.com");
+	sl_policy_observe_suffix("localhost", b, sizeof(b));
+	assert_string_equal(b, "localhost");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +667,8 @@ int main(void)
 		cmocka_unit_test(test_name_allowed_ports),
 		cmocka_unit_test(test_path_checked_methods_named),
 		cmocka_unit_test(test_inject_host_inspected_everywhere),
+		cmocka_unit_test(test_observe_mode),
+		cmocka_unit_test(test_observe_suffix),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }

@@ -169,7 +169,7 @@ static void test_document_errors(void **state)
 	       "t.yaml:2:1: unknown key 'alow' in the policy (did you mean 'allow'?)");
 	EXPECT("version: 1\nfoo: bar\n",
 	       "t.yaml:2:1: unknown key 'foo' in the policy (expected one of: version, secrets, "
-	       "allow, deny, private_addresses, dns)");
+	       "allow, deny, private_addresses, dns, mode)");
 	EXPECT("version: 1\nallow: [\n", "t.yaml:3:1: YAML:");
 	EXPECT("version: 1\n  bad: indent\n", "t.yaml:2:6: YAML:");
 	EXPECT("version: 1\n---\nversion: 1\n", "t.yaml:2:1: a policy file holds one YAML document");
@@ -469,6 +469,28 @@ static void test_protocol(void **state)
 	       "t.yaml:5:15: 'protocol' must be a string, not a list");
 }
 
+/* mode: enforce (the default) or observe; anything else is an error at
+ * its line, never a guess. */
+static void test_mode(void **state)
+{
+	struct sl_policy *p;
+
+	(void)state;
+	p = load_ok("version: 1\n");
+	assert_int_equal(p->mode, SL_MODE_ENFORCE);
+	sl_policy_free(p);
+	p = load_ok("version: 1\nmode: observe\n");
+	assert_int_equal(p->mode, SL_MODE_OBSERVE);
+	sl_policy_free(p);
+	p = load_ok("version: 1\nmode: enforce\n");
+	assert_int_equal(p->mode, SL_MODE_ENFORCE);
+	sl_policy_free(p);
+	EXPECT("version: 1\nmode: Observe\n",
+	       "t.yaml:2:7: 'mode' must be 'enforce' or 'observe', not 'Observe'");
+	EXPECT("version: 1\nmode: [observe]\n", "t.yaml:2:7: 'mode' must be a string");
+	EXPECT("version: 1\nmode:\n", "t.yaml:2:6: 'mode' is empty");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_examples_load),
 		cmocka_unit_test(test_protocol),
+		cmocka_unit_test(test_mode),
 	};
 	return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }
