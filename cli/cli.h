@@ -16,5 +16,6 @@ int sl_cmd_check(int argc, char **argv);
 int sl_cmd_control(int argc, char **argv);
 int sl_cmd_gateway(int argc, char **argv);
 int sl_cmd_guard(int argc, char **argv);
+int sl_cmd_learn(int argc, char **argv);
 int sl_cmd_probe(int argc, char **argv);
 int sl_cmd_run(int argc, char **argv);

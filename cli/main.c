@@ -19,7 +19,7 @@ static void usage(FILE *f)
 	      "commands (every flag; `sluice COMMAND --help` says what each does):\n"
 	      "  attach (--pid PID | --netns PATH) --policy FILE [--audit FILE|-]\n"
 	      "         [--resolver ADDR[:PORT]] [--pool CIDR] [--ca-dir DIR] [--upstream-ca FILE]\n"
-	      "         [--metrics ADDR:PORT]\n"
+	      "         [--metrics ADDR:PORT] [--observe]\n"
 	      "                 fence an existing namespace (a container's) behind the gateway\n"
 	      "  approve ID | deny ID\n"
 	      "                 answer a request held for approval (see pending)\n"
@@ -29,11 +29,13 @@ static void usage(FILE *f)
 	      "          [--resolver ADDR[:PORT]] [--sandbox NAME] [--connect-timeout MS]\n"
 	      "          [--idle-timeout MS] [--header-timeout MS] [--max-header-bytes N]\n"
 	      "          [--max-connections N] [--ca-dir DIR] [--upstream-ca FILE]\n"
-	      "          [--gateway-user USER|UID] [--metrics ADDR:PORT]\n"
+	      "          [--gateway-user USER|UID] [--metrics ADDR:PORT] [--observe]\n"
 	      "                 serve an explicit proxy that enforces the policy\n"
 	      "  guard --uid UID --gateway ADDR:PORT | --uid UID --remove\n"
 	      "        | --check --uid UID [--gateway ADDR:PORT]\n"
 	      "                 let uid UID reach only ADDR:PORT (persistent nftables rules)\n"
+	      "  learn AUDIT.log [--policy BASE]\n"
+	      "                 print a policy that would have allowed what the audit log shows\n"
 	      "  pending        the requests held for approval (approve: true), one a line\n"
 	      "  probe [--outside ADDR]... [--outside-pid PID] [--allow-write PATH]...\n"
 	      "        [--secret-file PATH]... [--denied-name NAME] [--timeout MS]\n"
@@ -45,7 +47,7 @@ static void usage(FILE *f)
 	      "  run [--policy FILE] [--user USER|UID] [--memory BYTES] [--pids N] [--cpu PERCENT]\n"
 	      "      [--pool CIDR] [--audit FILE] [--rw PATH]... [--ro PATH]... [--trust FILE]...\n"
 	      "      [--env NAME[=VALUE]]... [--resolver ADDR[:PORT]] [--upstream-ca FILE]\n"
-	      "      [--metrics ADDR:PORT]\n"
+	      "      [--metrics ADDR:PORT] [--observe]\n"
 	      "      -- CMD [ARG...]  run CMD in a sandbox that can reach only the gateway\n"
 	      "\n"
 	      "  sluice --help | --version\n",
@@ -74,6 +76,8 @@ int main(int argc, char **argv)
 		return sl_cmd_gateway(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "guard"))
 		return sl_cmd_guard(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "learn"))
+		return sl_cmd_learn(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "probe"))
 		return sl_cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ps") || !strcmp(argv[1], "reload") || !strcmp(argv[1], "pending") ||

@@ -13,7 +13,7 @@ notok() { n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - $1"; }
 
 top=$("$sluice" --help 2>&1)
 [ $? = 0 ] && ok "sluice --help exits 0" || notok "sluice --help exits non-zero"
-for cmd in attach check gateway guard probe run; do
+for cmd in attach check gateway guard learn probe run; do
 	own=$("$sluice" "$cmd" --help 2>&1 | sed -n '1,/^$/p')
 	flags=$(grep -o -- '--[a-z][a-z-]*' <<<"$own" | sort -u)
 	if [ -z "$flags" ] && [ "$cmd" != check ]; then
