@@ -102,7 +102,20 @@ static size_t parent_len(const char *path)
 	return slash && slash > path ? (size_t)(slash - path) + 1 : 0;
 }
 
-/* Exact paths with a sibling become the parent's prefix. */
+/* Segments in a parent "/a/b/": 2. */
+static size_t depth(const char *parent, size_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 1; i < len; i++)
+		n += parent[i] == '/';
+	return n;
+}
+
+/* Exact paths with siblings become the parent's prefix: two siblings
+ * below a parent of two segments or more ("/v1/messages/a" and "/b"),
+ * three below a parent of one ("/v1/messages", "/v1/models" stay as
+ * they are; a third makes the prefix of "/v1/"); never below the root. */
 static int join_siblings(struct sl_learn_path *v, size_t n)
 {
 	bool *join = calloc(n ? n : 1, sizeof(*join));
@@ -111,11 +124,12 @@ static int join_siblings(struct sl_learn_path *v, size_t n)
 	if (!join)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		size_t pl = v[i].prefix ? 0 : parent_len(v[i].path);
+		size_t pl = v[i].prefix ? 0 : parent_len(v[i].path), sibs = 0;
 
-		for (j = 0; pl && j < n && !join[i]; j++)
-			join[i] = j != i && !v[j].prefix && parent_len(v[j].path) == pl &&
-				  !strncmp(v[j].path, v[i].path, pl) && strcmp(v[j].path, v[i].path);
+		for (j = 0; pl && j < n; j++)
+			sibs += j != i && !v[j].prefix && parent_len(v[j].path) == pl &&
+				!strncmp(v[j].path, v[i].path, pl) && strcmp(v[j].path, v[i].path);
+		join[i] = pl && sibs >= (depth(v[i].path, pl) >= 2 ? 1u : 2u);
 	}
 	/* Cut once all are compared whole. */
 	for (i = 0; i < n; i++)
