@@ -78,7 +78,7 @@ fuzz_one() {
 echo "== fuzz harnesses, ${fuzz_seconds}s each, $fuzz_jobs at a time"
 if CC=clang scripts/build.sh build-fuzz -Dfuzz=enabled -Db_sanitize=address,undefined \
 	-Db_lundef=false; then
-	fuzzers=(policy host dns dns-budget tls-hello http http-response nflog scrub reqhead first-flight socks metrics control)
+	fuzzers=(policy host dns dns-budget tls-hello http http-response nflog scrub reqhead first-flight socks metrics control learn)
 	running=0
 	for f in "${fuzzers[@]}"; do
 		rm -f build-fuzz/fuzz-$f.rc
