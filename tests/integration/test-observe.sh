@@ -135,6 +135,18 @@ check "the allowed ones: decision allow" "2" \
 check "a packet around the gateway (UDP, IPv4 and IPv6) never reached the canary" 0 \
 	"$(world_canary_count)"
 
+# ---- the DNS budget still bounds what the agent can send as names ----
+# In observe mode every name is the agent's: new names under one suffix
+# are budgeted (here 3 a minute), whichever way they came.
+{ cat "$T/policy.yaml"; printf 'dns:\n  new_names_per_minute: 3\n'; } | write_policy "$T/budget.yaml"
+run "$T/budget.yaml" "$T/audit-b.log" --observe -- sh -c \
+	'for i in 1 2 3 4 5 6 7 8; do getent ahostsv4 "x$i-q.denied.test" >/dev/null; done; \
+	 curl -s -o /dev/null -m 5 http://x9-q.denied.test/b' 2>/dev/null
+check "observe: 3 new names under denied.test went upstream, not 9" "3" \
+	"$(grep -oE 'query\[A\] x[0-9]-q\.denied\.test' "$T/dns.log" | sort -u | wc -l)"
+check "... the refusal is audited once, saying observe mode" "1" \
+	"$(grep -c '"reason":"dns-budget: observe mode: 3 new names under denied.test' "$T/audit-b.log")"
+
 # ---- learn ----
 world_host "$SLUICE" learn "$T/audit.log" >"$T/learned.yaml" 2>"$T/learn.err"
 check "sluice learn exits 0" 0 $?
