@@ -144,11 +144,21 @@ static int base_says(const struct sl_learn *l, const char *host, uint16_t port,
  * one a rule could name. */
 static const char *record_path(const char *raw, char buf[static SL_PATH_BUF])
 {
+	char pat[SL_PATH_BUF];
+	bool prefix;
+
 	if (!raw || !clean(raw) || raw[0] != '/')
 		return NULL;
-	if (sl_path_normalize(raw, strlen(raw), buf, SL_PATH_BUF, NULL) < 0)
+	if (sl_path_normalize(raw, strlen(raw), buf, SL_PATH_BUF, NULL) < 0 || !clean(buf))
 		return NULL;
-	return clean(buf) ? buf : NULL;
+	/* A rule must name it as it is: not with a '*' in it (which a rule
+	 * reads as "every path starting with"), nor with anything else the
+	 * loader would read another way. */
+	if (strchr(buf, '*') ||
+	    sl_path_pattern_parse(buf, strlen(buf), pat, sizeof(pat), &prefix, NULL) < 0 || prefix ||
+	    strcmp(pat, buf))
+		return NULL;
+	return buf;
 }
 
 /* Which records are learned from, and the checks on what they carry. */
