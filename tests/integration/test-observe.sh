@@ -12,8 +12,9 @@
 # packet around the gateway still never reaches the canary. Then `sluice
 # learn` turns the audit log into a policy that `sluice check` accepts, and
 # the same agent under it in enforce mode gets everything with no deny; a
-# hostile audit log cannot inject YAML. Last, `sluice gateway` reloads into
-# observe mode and out of it. About 20 s.
+# hostile audit log cannot inject YAML. Then `sluice attach --observe` on a
+# container's namespace, and `sluice gateway` reloading into observe mode
+# and out of it. About 25 s.
 #
 # Usage: test-observe.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
@@ -221,6 +222,37 @@ check_has "... a private address is said, not allowed silently" "NOTE: 10.9.8.7 
 check_has "... malformed lines are named by number on stderr" \
 	"hostile.log:$(($(wc -l <"$T/hostile.log") - 1)): skipped: a repeated key" "$(cat "$T/hostile.err")"
 
+# ---- sluice attach --observe: a container's namespace ----
+host_ns=$(world_host readlink /proc/self/ns/net)
+world_host_bg unshare --net sh -c "ip link set lo up; exec setpriv --bounding-set -net_admin \
+	--inh-caps -net_admin sleep 300" >/dev/null 2>&1
+c_pid=$!
+world_pids+=("$c_pid")
+for _ in $(seq 100); do
+	[ "$(readlink "/proc/$c_pid/ns/net" 2>/dev/null)" != "$host_ns" ] &&
+		[ "$(cat "/proc/$c_pid/comm" 2>/dev/null)" = sleep ] && break
+	sleep 0.05
+done
+world_host_bg "$SLUICE" attach --pid "$c_pid" --policy "$T/policy.yaml" --resolver "$N:53" \
+	--upstream-ca "$T/cert.pem" --audit "$T/audit-a.log" --observe 2>"$T/attach.err"
+a_pid=$!
+world_pids+=("$a_pid")
+wait_grep "$T/attach.err" "attached through" || notok "attach did not attach: $(cat "$T/attach.err")"
+check_has "attach --observe: the banner" "OBSERVE MODE" "$(cat "$T/attach.err")"
+agw=$(sed -n 's/.*gateway \([0-9.]*\) .*/\1/p' "$T/attach.err")
+inside() { local pid=$1; shift; nsenter -t "$pid" -n -- "$@"; }
+out=$(inside "$c_pid" curl -s -m 5 -o /dev/null -w '%{http_code}' -x "http://$agw:3128" \
+	http://denied.test/attach-1)
+wait_grep "$T/audit-a.log" '"path":"/attach-1"' # written as the exchange ends
+check "attach --observe: a host no rule names goes (200), audited observe-deny" "200 1" \
+	"$out $(grep -c '"path":"/attach-1".*"decision":"observe-deny"' "$T/audit-a.log")"
+inside "$c_pid" python3 -c 'import socket
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("203.0.113.99", 9999))' 2>/dev/null
+check "... and a packet around its gateway never reached the canary" 0 "$(world_canary_count)"
+kill -TERM "$a_pid"
+wait "$a_pid" 2>/dev/null
+world_forget "$a_pid"
+
 # ---- reload into observe mode and out of it (sluice gateway) ----
 GW=203.0.113.1:3128
 write_policy "$T/gw.yaml" <<P
@@ -242,8 +274,10 @@ check "enforce: a host no rule names is refused (403)" "403" "$(gcode http://den
 printf 'mode: observe\n' >>"$T/gw.yaml"
 gw_reload "$gw_pid" "$T/gw.log"
 check_has "reload into observe mode: said, with the banner" "reloaded (observe mode)" "$(cat "$T/gw.log")"
+out=$(gcode http://denied.test/r2)
+wait_grep "$T/gw-audit.log" '"path":"/r2"'
 check "... the same request now goes (200), audited observe-deny" "200 1" \
-	"$(gcode http://denied.test/r2) $(grep -c '"path":"/r2".*"decision":"observe-deny"' "$T/gw-audit.log")"
+	"$out $(grep -c '"path":"/r2".*"decision":"observe-deny"' "$T/gw-audit.log")"
 sed -i '/^mode:/d' "$T/gw.yaml"
 gw_reload "$gw_pid" "$T/gw.log"
 check_has "reload out of observe mode: said" "reloaded (enforce mode)" "$(tail -n 1 "$T/gw.log")"
