@@ -84,6 +84,8 @@ static struct sl_learn_target *new_target(struct sl_learn *l, const char *host,
 		l->targets = n;
 		l->cap_targets = cap;
 	}
+	if (!l->targets)
+		return NULL;
 	t = &l->targets[l->n_targets++];
 	memset(t, 0, sizeof(*t));
 	snprintf(t->host, sizeof(t->host), "%s", host);
