@@ -283,7 +283,7 @@ static void test_base(void **state)
 			NULL},
 		    base, base_yaml);
 	assert_non_null(strstr(out, "inject: {header: x-api-key, secret: k}"));
-	assert_non_null(strstr(out, "  - host: \"api.test\"\n    ports: [443]\n    methods: [GET]\n"));
+	assert_non_null(strstr(out, "  # only if they need it.\n  - host: \"api.test\"\n    ports: [443]\n    methods: [GET]\n"));
 	assert_null(strstr(out, "\"no.test\""));
 	assert_null(strstr(out, "mode:"));
 	assert_non_null(strstr(out, "1 requests the base policy allows already"));
