@@ -88,7 +88,7 @@ static struct sl_learn_target *new_target(struct sl_learn *l, const char *host,
 		return NULL;
 	t = &l->targets[l->n_targets++];
 	memset(t, 0, sizeof(*t));
-	snprintf(t->host, sizeof(t->host), "%s", host);
+	memcpy(t->host, host, strnlen(host, sizeof(t->host) - 1)); /* NUL from the memset */
 	t->kind = kind;
 	t->port = port;
 	return t;
