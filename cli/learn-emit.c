@@ -99,7 +99,24 @@ static void methods(FILE *f, uint32_t m)
 	fputs("]\n", f);
 }
 
-static void rule(FILE *f, const struct sl_learn_rule *r)
+/* Does a rule of BASE inject a credential on this host? Then the
+ * requests learned here went without it, and the operator decides. */
+static bool base_injects(const struct sl_policy *base, const struct sl_learn_rule *r)
+{
+	char w[SL_HOST_BUF + 2];
+	struct sl_request q = {.port = r->ports[0]};
+	struct sl_decision d;
+
+	if (!base)
+		return false;
+	snprintf(w, sizeof(w), "%s%s", r->wildcard ? "x." : "", r->host);
+	q.host = w;
+	q.host_len = strlen(w);
+	sl_policy_decide(base, &q, &d);
+	return d.host_injects;
+}
+
+static void rule(FILE *f, const struct sl_learn_rule *r, const struct sl_policy *base)
 {
 	size_t i;
 
@@ -118,6 +135,11 @@ static void rule(FILE *f, const struct sl_learn_rule *r)
 			"  # private_addresses lists it, and this policy does not. Add it there\n"
 			"  # yourself only if the agent must reach it.\n",
 			r->host, r->special);
+	if (base_injects(base, r))
+		fputs("  # The base policy injects a credential on this host; these requests went\n"
+		      "  # without one (observe mode gives none). Give this rule the same inject\n"
+		      "  # only if they need it.\n",
+		      f);
 	fputs("  - host: ", f);
 	if (r->wildcard) {
 		char w[SL_HOST_BUF + 2];
@@ -369,7 +391,7 @@ int sl_learn_emit(const struct sl_learn *l, const char *source, const char *base
 	if (r == 0 && base_buf)
 		fprintf(f, "\n  # ---- learned: %zu rule%s ----\n", n, n == 1 ? "" : "s");
 	for (i = 0; r == 0 && i < n; i++)
-		rule(f, &rules[i]);
+		rule(f, &rules[i], l->base);
 	if (r == 0 && !n && !base_allow)
 		fputs("  []\n", f);
 	sl_learn_rules_free(rules, n);
