@@ -282,4 +282,10 @@ sed -i '/^mode:/d' "$T/gw.yaml"
 gw_reload "$gw_pid" "$T/gw.log"
 check_has "reload out of observe mode: said" "reloaded (enforce mode)" "$(tail -n 1 "$T/gw.log")"
 check "... and it is refused again (403)" "403 0" "$(gcode http://denied.test/r3) $(served GET /r3 denied.test)"
+kill -TERM "$gw_pid"
+wait "$gw_pid" 2>/dev/null
+world_forget "$gw_pid"
+# A sanitizer build reports on stderr (at exit, for leaks).
+check "no sanitizer report from sluice (run, attach, gateway, learn)" "0" \
+	"$(cat "$T"/*.err "$T/gw.log" | grep -cE 'Sanitizer|runtime error:')"
 finish
