@@ -421,6 +421,22 @@ void sl_policy_decide(const struct sl_policy *p, const struct sl_request *req,
 	if (p->mode != SL_MODE_OBSERVE || d->verdict != SL_VERDICT_DENY ||
 	    !reason_observable(d->reason))
 		return;
+	/* A path the rules never compared (no rule for the host names one,
+	 * or another part of the request missed first) is still held to
+	 * the normal form: an ambiguous one stays refused, and the origin
+	 * gets the path the audit names (which is what `sluice learn` reads). */
+	if (req->method && req->path_len && req->path[0] == '/') {
+		char norm[SL_PATH_BUF];
+		const char *why = NULL;
+
+		d->path_checked = true;
+		if (sl_path_normalize(req->path, req->path_len, norm, sizeof(norm), &why) < 0) {
+			d->reason = SL_REASON_INVALID_PATH;
+			d->detail = why;
+			d->rule = NULL;
+			return;
+		}
+	}
 	d->verdict = SL_VERDICT_OBSERVE;
 	/* No rule's rights go with it: the deny rule only names what would
 	 * have decided (a deny rule has no credential, but nothing should

@@ -76,6 +76,12 @@ echo "N1 $(getent ahostsv4 denied.test | awk 'NR == 1 { print $1 }')"
 if [ "$2" = all ]; then
 	echo "S1 $(code http://meta.test/latest/meta-data)"
 	echo "S2 $(code http://169.254.169.254/latest/meta-data)"
+	# The gateway's own checks are not the rules': still refused (an
+	# ambiguous path where a rule for the host names paths).
+	echo "P1 $(code -X GET -d body http://denied.test/get-with-body)"
+	echo "P2 $(code --path-as-is 'https://api.anthropic.com/v1/%2e%2e/p2')"
+	echo "P3 $(code -X POST -H 'X-HTTP-Method-Override: DELETE' -d x \
+		https://api.anthropic.com/v1/messages/override)"
 	python3 -c 'import socket
 for a in ("203.0.113.99", "2001:db8::99"):
     try:
@@ -100,7 +106,7 @@ served() { grep -c -- "^$1 $2 host=$3 " "$T/origin.log"; }
 out=$(run "$T/policy.yaml" "$T/audit.log" --observe -- env HOME="$T/work" "$T/agent.sh" "$T" all \
 	2>"$T/run.err")
 check "observe: every request the rules deny is let through (200), SSRF is not (403)" \
-	"A1 200 A2 200 A3 200 A4 200 F1 200 D1 200 D2 200 D3 200 G1 200 N1 $N S1 403 S2 403 B1 sent" \
+	"A1 200 A2 200 A3 200 A4 200 F1 200 D1 200 D2 200 D3 200 G1 200 N1 $N S1 403 S2 403 P1 400 P2 403 P3 400 B1 sent" \
 	"$(tr '\n' ' ' <<<"$out" | sed 's/ $//')"
 check_has "the start-up banner says so, loudly" "OBSERVE MODE: the policy's rules are NOT enforced" \
 	"$(cat "$T/run.err")"
@@ -131,6 +137,12 @@ check "the audit: the sandbox's DNS answered a name no rule allows, observe-deny
 check "SSRF: refused, decision deny, reason private-address (by name and by address)" "2 0" \
 	"$(audit_count '"decision":"deny"' '"reason":"private-address"') \
 $(audit_count '169.254' '"decision":"observe-deny"')"
+check "protocol checks: a GET with a body, a dot segment, a method override: refused, decision deny" \
+	"1 1 1 0 0 0" "$(audit_count '/get-with-body"' '"decision":"deny"' '"reason":"bad-request"') \
+$(audit_count '"decision":"deny"' '"reason":"invalid-path"') \
+$(audit_count '/override"' '"decision":"deny"' '"reason":"method-override"') \
+$(grep -c 'get-with-body' "$T/origin.log") $(grep -c 'p2 host' "$T/origin.log") \
+$(grep -c '/override' "$T/origin.log")"
 check "the allowed ones: decision allow" "2" \
 	"$(audit_count '"decision":"allow"' '"event":"http"' '"reason":"allowed"')"
 check "a packet around the gateway (UDP, IPv4 and IPv6) never reached the canary" 0 \
@@ -285,6 +297,33 @@ check "... and it is refused again (403)" "403 0" "$(gcode http://denied.test/r3
 kill -TERM "$gw_pid"
 wait "$gw_pid" 2>/dev/null
 world_forget "$gw_pid"
+# ---- the audit log still fails closed ----
+# `sluice gateway --observe`, its audit log on a tmpfs of one page (in a
+# mount namespace of its own): once full, nothing more is relayed.
+mkdir "$T/aud"
+world_gateway_up "$T/fc.err" 3129 unshare -m --propagation private sh -c \
+	"mount -t tmpfs -o size=4k slt-obs-audit '$T/aud' && exec '$SLUICE' gateway --observe \
+	--policy '$T/gw.yaml' --listen 127.0.0.1:3129 --resolver '$N:53' --audit '$T/aud/audit.log' \
+	>'$T/fc.out'"
+fc_pid=$world_gw_pid
+world_kill_pids+=("$fc_pid")
+fcurl() { world_host curl -s -m 5 -o /dev/null -w '%{http_code}' -x http://127.0.0.1:3129 "$@"; }
+relayed=0 out=200
+for _ in $(seq 100); do
+	out=$(fcurl http://denied.test/fill)
+	[ "$out" = 200 ] || break
+	relayed=$((relayed + 1))
+done
+echo "# $relayed observed requests filled the audit log"
+check "observe: once the audit log is full, a request is closed, not relayed" "000" "$out"
+check "... the gateway said why" "1" "$(grep -c 'cannot write the audit log' "$T/fc.err")"
+check "... and the origin saw no more than were audited" "$relayed" \
+	"$(grep -c '^GET /fill host=denied.test' "$T/origin.log")"
+check "... an observed request after it is not relayed either" "000 0" \
+	"$(fcurl http://denied.test/after-full) $(grep -c '/after-full' "$T/origin.log")"
+kill -TERM "$fc_pid"
+for _ in $(seq 100); do kill -0 "$fc_pid" 2>/dev/null || break; sleep 0.1; done
+
 # A sanitizer build reports on stderr (at exit, for leaks).
 check "no sanitizer report from sluice (run, attach, gateway, learn)" "0" \
 	"$(cat "$T"/*.err "$T/gw.log" | grep -cE 'Sanitizer|runtime error:')"

@@ -621,6 +621,12 @@ static void test_observe_mode(void **state)
 	/* The gateway's own refusals are not the policy's to relax. */
 	DENY(p, "a..com", 443, NULL, NULL, SL_REASON_INVALID_HOST);
 	DENY(p, "api.a.com", 443, "POST", "/v1/%2e%2e/admin", SL_REASON_INVALID_PATH);
+	/* ... also where no rule compares paths, or the method missed first. */
+	DENY(p, "c.com", 443, "GET", "/a/%2e%2e/b", SL_REASON_INVALID_PATH);
+	DENY(p, "api.a.com", 443, "GET", "/v1/%2e%2e/admin", SL_REASON_INVALID_PATH);
+	d = decide(p, "c.com", 443, "GET", "/a//b");
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_true(d.path_checked); /* the origin gets /a/b */
 	DENY(p, "c.com", 0, NULL, NULL, SL_REASON_INVALID_REQUEST);
 	DENY(p, "c.com", 443, "GET", "http://x/", SL_REASON_INVALID_REQUEST);
 	assert_string_equal(sl_verdict_to_string(SL_VERDICT_OBSERVE), "observe-deny");
