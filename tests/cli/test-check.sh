@@ -77,6 +77,21 @@ expect "decide: bad port" 2 "port is not a number from 1 to 65535" \
 expect "decide: METHOD without PATH" 2 "--decide takes HOST[:PORT] [METHOD PATH]" \
 	"$sluice" check "$dev" --decide github.com GET
 
+# Observe mode (docs/observe.md): said loudly; --decide says what it lets by.
+printf 'version: 1\nmode: observe\nallow:\n  - host: a.com\ndeny:\n  - host: b.a.com\n' >"$tmp/obs.yaml"
+expect "observe mode: check says so" 0 "mode: observe (rules NOT enforced)" "$sluice" check "$tmp/obs.yaml"
+expect "observe mode: ... with the banner" 0 "OBSERVE MODE: the policy's rules are NOT enforced" \
+	"$sluice" check "$tmp/obs.yaml"
+expect "observe mode: an enforce policy says enforce" 0 "mode: enforce" "$sluice" check "$dev"
+expect "observe mode: decide, no rule" 3 "observe-deny default no-rule: evil.com is not allowed" \
+	"$sluice" check "$tmp/obs.yaml" --decide evil.com
+expect "observe mode: decide, a deny rule" 3 "observe-deny deny[1] deny-rule: b.a.com:443 denied by deny[1]" \
+	"$sluice" check "$tmp/obs.yaml" --decide b.a.com
+expect "observe mode: decide, allowed" 0 "allow allow[1] allowed" "$sluice" check "$tmp/obs.yaml" --decide a.com
+printf 'version: 1\nmode: learn\n' >"$tmp/badmode.yaml"
+expect "a bad mode is located" 1 "$tmp/badmode.yaml:2:7: 'mode' must be 'enforce' or 'observe', not 'learn'" \
+	"$sluice" check "$tmp/badmode.yaml"
+
 # What a port carries: check says it as the gateway will enforce it.
 cat >"$tmp/proto.yaml" <<'P'
 version: 1
