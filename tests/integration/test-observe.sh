@@ -234,6 +234,63 @@ check_has "... a private address is said, not allowed silently" "NOTE: 10.9.8.7 
 check_has "... malformed lines are named by number on stderr" \
 	"hostile.log:$(($(wc -l <"$T/hostile.log") - 1)): skipped: a repeated key" "$(cat "$T/hostile.err")"
 
+# ---- sluice run: SIGHUP into observe mode and out of it ----
+write_policy "$T/rl.yaml" <<P
+version: 1
+allow:
+  - host: free.test
+P
+cat >"$T/rl-agent.sh" <<'SH'
+#!/bin/bash
+# rl-agent.sh DIR: a request, then wait for DIR/goN, three times.
+for i in 1 2 3; do
+	c=$(curl -s -o /dev/null -w '%{http_code}' -m 5 "http://denied.test/rl-$i")
+	echo "$c" >"$1/step$i"
+	[ "$i" = 3 ] && break
+	for _ in $(seq 200); do [ -e "$1/go$i" ] && break; sleep 0.05; done
+done
+SH
+chmod 755 "$T/rl-agent.sh"
+world_host_bg "$SLUICE" run --ro "$T" --rw "$T/work" --policy "$T/rl.yaml" --resolver "$N:53" \
+	--audit "$T/audit-rl.log" -- "$T/rl-agent.sh" "$T/work" >/dev/null 2>"$T/rl.err"
+rl_pid=$!
+world_pids+=("$rl_pid")
+rl_reload() { # rl_reload N: SIGHUP, wait for the Nth answer, let the agent go on
+	kill -HUP "$rl_pid"
+	for _ in $(seq 100); do [ "$(grep -c ': reloaded' "$T/rl.err")" -ge "$1" ] && break; sleep 0.05; done
+	touch "$T/work/go$1"
+}
+wait_grep "$T/work/step1" "" || true
+printf 'mode: observe\n' >>"$T/rl.yaml"
+rl_reload 1
+wait_grep "$T/work/step2" "" || true
+sed -i '/^mode:/d' "$T/rl.yaml"
+rl_reload 2
+for _ in $(seq 200); do kill -0 "$rl_pid" 2>/dev/null || break; sleep 0.05; done
+world_forget "$rl_pid"
+check "run: enforce, SIGHUP into observe mode, SIGHUP out of it: 403 200 403" "403 200 403" \
+	"$(cat "$T/work/step1" "$T/work/step2" "$T/work/step3" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
+check "... each reload says its mode, the one into observe mode with the banner" "1 1 1" \
+	"$(grep -c 'rl.yaml: reloaded (observe mode)' "$T/rl.err") \
+$(grep -c 'rl.yaml: reloaded (enforce mode)' "$T/rl.err") $(grep -c 'OBSERVE MODE' "$T/rl.err")"
+
+# With --observe, every policy reloaded is observed, whatever it says.
+rm -f "$T/work"/step* "$T/work"/go* "$T/rl.err"
+world_host_bg "$SLUICE" run --observe --ro "$T" --rw "$T/work" --policy "$T/rl.yaml" \
+	--resolver "$N:53" --audit "$T/audit-rl2.log" -- "$T/rl-agent.sh" "$T/work" \
+	>/dev/null 2>"$T/rl.err"
+rl_pid=$!
+world_pids+=("$rl_pid")
+wait_grep "$T/work/step1" "" || true
+rl_reload 1
+wait_grep "$T/work/step2" "" || true
+rl_reload 2
+for _ in $(seq 200); do kill -0 "$rl_pid" 2>/dev/null || break; sleep 0.05; done
+world_forget "$rl_pid"
+check "run --observe: still observed after two reloads of an enforce-mode file: 200 200 200" \
+	"200 200 200 2" "$(cat "$T/work/step1" "$T/work/step2" "$T/work/step3" 2>/dev/null |
+	tr '\n' ' ')$(grep -c 'rl.yaml: reloaded (observe mode)' "$T/rl.err")"
+
 # ---- sluice attach --observe: a container's namespace ----
 host_ns=$(world_host readlink /proc/self/ns/net)
 world_host_bg unshare --net sh -c "ip link set lo up; exec setpriv --bounding-set -net_admin \
