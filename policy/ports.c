@@ -10,13 +10,11 @@
 
 #include "policy.h"
 
-/* mode: observe (issue #13's other half, not in this policy model yet):
- * observe must see what would be denied, so it captures every port. The
- * hook to wire to the policy's mode once it has one. */
+/* mode: observe (docs/observe.md) must see what would be denied, so it
+ * captures every port: no SYN is refused for a port no rule allows. */
 static bool policy_observes(const struct sl_policy *p)
 {
-	(void)p;
-	return false;
+	return p->mode == SL_MODE_OBSERVE;
 }
 
 static int cmp_port(const void *a, const void *b)

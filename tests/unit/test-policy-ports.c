@@ -111,6 +111,23 @@ static void test_rule_without_ports_is_all(void **state)
 	sl_policy_free(p);
 }
 
+/* Observe mode must see what would be denied: every port is captured,
+ * none refused at the SYN. */
+static void test_observe_is_all(void **state)
+{
+	struct sl_policy_ports ports;
+
+	(void)state;
+	ports_of("version: 1\nmode: observe\nallow:\n  - host: a.test\n    ports: [443]\n", &ports);
+	assert_true(ports.all);
+	sl_policy_ports_done(&ports);
+	ports_of("version: 1\nmode: observe\n", &ports);
+	assert_true(ports.all);
+	sl_policy_ports_done(&ports);
+	expect("version: 1\nmode: enforce\nallow:\n  - host: a.test\n    ports: [443]\n",
+	       (const uint16_t[]){443}, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +136,7 @@ int main(void)
 		cmocka_unit_test(test_deny_rules_allow_nothing),
 		cmocka_unit_test(test_no_allow_rule),
 		cmocka_unit_test(test_rule_without_ports_is_all),
+		cmocka_unit_test(test_observe_is_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
