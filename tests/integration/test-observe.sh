@@ -90,6 +90,15 @@ for a in ("203.0.113.99", "2001:db8::99"):
     except OSError:
         pass'
 	echo "B1 sent"
+	# A port no rule allows: captured all the same (no SYN reject in
+	# observe mode), so the gateway sees it. Nothing listens there.
+	python3 -c 'import socket
+try:
+    socket.create_connection(("203.0.113.2", 8080), 3).close()
+    print("C1 captured")
+except OSError as e:
+    print("C1 refused", e)'
+
 fi
 SH
 chmod 755 "$T/agent.sh"
@@ -106,7 +115,7 @@ served() { grep -c -- "^$1 $2 host=$3 " "$T/origin.log"; }
 out=$(run "$T/policy.yaml" "$T/audit.log" --observe -- env HOME="$T/work" "$T/agent.sh" "$T" all \
 	2>"$T/run.err")
 check "observe: every request the rules deny is let through (200), SSRF is not (403)" \
-	"A1 200 A2 200 A3 200 A4 200 F1 200 D1 200 D2 200 D3 200 G1 200 N1 $N S1 403 S2 403 P1 400 P2 403 P3 400 B1 sent" \
+	"A1 200 A2 200 A3 200 A4 200 F1 200 D1 200 D2 200 D3 200 G1 200 N1 $N S1 403 S2 403 P1 400 P2 403 P3 400 B1 sent C1 captured" \
 	"$(tr '\n' ' ' <<<"$out" | sed 's/ $//')"
 check_has "the start-up banner says so, loudly" "OBSERVE MODE: the policy's rules are NOT enforced" \
 	"$(cat "$T/run.err")"
