@@ -65,7 +65,8 @@ static struct sl_cli_inherited inherited;
 
 struct gw_cli {
 	const char *policy_path;
-	bool observe; /* --observe */
+	bool observe;	/* --observe */
+	bool observing; /* the running policy is in observe mode */
 	struct sl_gw *gw;
 	struct sl_audit *audit;
 	struct sl_gw_resolver *resolver_h;
@@ -225,8 +226,12 @@ static void reload_fd(struct gw_cli *g, int fd)
 		return;
 	}
 	sl_cli_observe_force(p, g->observe);
-	fprintf(stderr, "sluice gateway: %s: reloaded (%s mode)\n", g->policy_path,
-		p->mode == SL_MODE_OBSERVE ? "observe" : "enforce");
+	/* Said when it is observe mode, or leaves it. */
+	fprintf(stderr, "sluice gateway: %s: reloaded%s\n", g->policy_path,
+		p->mode == SL_MODE_OBSERVE ? " (observe mode)"
+		: g->observing		   ? " (enforce mode)"
+					   : "");
+	g->observing = p->mode == SL_MODE_OBSERVE;
 	sl_cli_observe_banner(stderr, "sluice gateway", p);
 	sl_gw_set_policy(g->gw, p);
 	ctl_answer(g, true, NULL);
@@ -522,6 +527,7 @@ static int setup_and_serve(struct gw_cli *g, struct sl_gw_config *cfg, uv_loop_t
 		return SL_EXIT_INVALID;
 	g->observe = cfg->observe;
 	sl_cli_observe_force(policy, g->observe);
+	g->observing = policy->mode == SL_MODE_OBSERVE;
 	sl_cli_observe_banner(stderr, "sluice gateway", policy);
 	g->tls.prog = "sluice gateway";
 	if (g->ca_dir) {

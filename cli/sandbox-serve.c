@@ -343,6 +343,7 @@ int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 		c.nflog = in.nflog;
 		c.policy = *policy;
 		c.policy_path = (*policy)->source;
+		t->observing = (*policy)->mode == SL_MODE_OBSERVE;
 		c.uid = t->gw_user.uid;
 		c.gid = t->gw_user.gid;
 		ret = fork_gateway(t, &c, err, errlen);
@@ -627,8 +628,11 @@ int sl_serve_reload(struct sl_serve *t, const char *policy_path)
 		return r == -ETIMEDOUT ? r : -1;
 	}
 	fence_reload(t, &ports);
+	/* Said when it is observe mode, or leaves it; a plain reload in
+	 * enforce mode says what it always said. */
 	fprintf(stderr, "%s: %s: reloaded%s\n", t->prog, policy_path,
-		observe ? " (observe mode)" : " (enforce mode)");
+		observe ? " (observe mode)" : t->observing ? " (enforce mode)" : "");
+	t->observing = observe;
 	if (observe) {
 		struct sl_policy shown = {.mode = SL_MODE_OBSERVE};
 

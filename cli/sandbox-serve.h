@@ -44,6 +44,9 @@ struct sl_serve {
 	/* --observe: every policy, at start and on each reload, is in observe
 	 * mode (the gateway's config says so too: sl_gw_config.observe). */
 	bool observe;
+	/* The gateway's policy is in observe mode (set at the fork and by each
+	 * reload): a reload says when it leaves it. */
+	bool observing;
 	/* The pool the sandbox's veth addresses come from (set before
 	 * starting): never a destination through the gateway, nor is the
 	 * default pool, whatever the policy's private_addresses says. */
