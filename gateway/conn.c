@@ -100,13 +100,8 @@ void conn_write_audit(struct conn *c)
 	if (c->audited)
 		return;
 	c->audited = true;
-	if (c->decided && c->dec.rule)
-		r.rule = sl_rule_id(c->dec.rule, rule, sizeof(rule));
-	else if (c->decided && c->dec.verdict == SL_VERDICT_OBSERVE)
-		/* What would have decided: `sluice learn` reads it. */
-		r.rule = c->dec.observed_rule
-			     ? sl_rule_id(c->dec.observed_rule, rule, sizeof(rule))
-			     : "default";
+	if (c->decided)
+		r.rule = sl_decision_rule_id(&c->dec, rule, sizeof(rule));
 	sl_gw_audit_record(c->gw, &r);
 	(void)sl_gw_audit_ok(c->gw);
 	c->approval = (struct sl_gw_approval){0};

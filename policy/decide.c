@@ -595,6 +595,15 @@ const char *sl_reason_to_string(enum sl_reason r)
 	return names[r];
 }
 
+const char *sl_decision_rule_id(const struct sl_decision *d, char *buf, size_t size)
+{
+	if (d->rule)
+		return sl_rule_id(d->rule, buf, size);
+	if (d->verdict != SL_VERDICT_OBSERVE)
+		return NULL;
+	return d->observed_rule ? sl_rule_id(d->observed_rule, buf, size) : "default";
+}
+
 const char *sl_verdict_to_string(enum sl_verdict v)
 {
 	switch (v) {

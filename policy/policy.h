@@ -293,6 +293,11 @@ const char *sl_policy_explain(const struct sl_policy *p, const struct sl_request
 
 const char *sl_reason_to_string(enum sl_reason r);
 
+/* The audit record's rule for a decision: the deciding rule's id; for
+ * SL_VERDICT_OBSERVE the one that would have decided, or "default" (what
+ * `sluice learn` reads); NULL when no rule decided. buf as sl_rule_id's. */
+const char *sl_decision_rule_id(const struct sl_decision *d, char *buf, size_t size);
+
 /* "allow", "deny" or "observe-deny", as the audit log spells a verdict. */
 const char *sl_verdict_to_string(enum sl_verdict v);
 
