@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,35 @@ static void print_line(FILE *f, const char *s)
 	fputc('\n', f);
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Readable before the deadline? False with errno EAGAIN when not. */
+static bool wait_readable(int fd, int64_t deadline)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int r;
+
+		if (left <= 0)
+			break;
+		r = poll(&p, 1, (int)left);
+		if (r > 0)
+			return true;
+		if (r < 0 && errno != EINTR)
+			return true; /* recv says what is wrong */
+	}
+	errno = EAGAIN;
+	return false;
+}
+
 /* One request, its whole answer. 0, -ECONNREFUSED (nobody listens: stale),
  * -ENOENT (gone), another negative errno. */
 static int ask(const char *path, const char *line, struct answer *ret)
@@ -97,6 +127,7 @@ static int ask(const char *path, const char *line, struct answer *ret)
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct answer a = {0};
 	size_t cap = 0, n = strlen(line);
+	int64_t deadline = now_ms() + (int64_t)tv.tv_sec * 1000;
 	char *p, *end;
 
 	if (fd < 0)
@@ -125,7 +156,11 @@ static int ask(const char *path, const char *line, struct answer *ret)
 			}
 			a.buf = grown;
 		}
-		k = recv(fd, a.buf + a.len, cap - a.len - 1, 0);
+		/* The time is for the whole answer: a socket that trickles a
+		 * byte at a time (the gateway is the sandbox's to take over)
+		 * must not hold this command, and every other sandbox's
+		 * answer after it, for longer. */
+		k = wait_readable(fd, deadline) ? recv(fd, a.buf + a.len, cap - a.len - 1, 0) : -1;
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {

@@ -271,6 +271,47 @@ check "... which is gone" "0" "$([ -e "$CTL/$k.sock" ] && echo 1 || echo 0)"
 world_host "$SLUICE" run -- true >/dev/null 2>&1
 check_has "the gateway still answers ps after all that" "ctl-$$ $gw " "$(ps_line "$gw")"
 
+# ---- a gateway that answers a byte at a time holds no command for long ----
+# A taken-over gateway serves its own socket: it must not wedge `sluice ps`
+# (nor approve, which asks every socket) for every other sandbox. This one
+# sends one byte every half second for a minute; each command gives a
+# socket 5 s in all, not 5 s per byte.
+"$PY" - "$CTL" "$T/trickle.ready" <<'PYC' &
+import os, socket, sys, threading, time
+path = "%s/%d.sock" % (sys.argv[1], os.getpid())
+s = socket.socket(socket.AF_UNIX)
+os.umask(0o177)
+s.bind(path)
+s.listen(16)
+open(sys.argv[2], "w").close()
+def trickle(c):
+    try:
+        for _ in range(120):
+            c.send(b"*")
+            time.sleep(0.5)
+    except OSError:
+        pass
+s.settimeout(60)
+end = time.time() + 60
+try:
+    while time.time() < end:
+        c, _ = s.accept()
+        threading.Thread(target=trickle, args=(c,), daemon=True).start()
+except OSError:
+    pass
+os.unlink(path)
+PYC
+trickler=$!
+bg_pids+=("$trickler")
+wait_for_file "$T/trickle.ready" || notok "the trickling socket did not start"
+out=$(timeout 30 "$SLUICE" ps 2>&1)
+check "sluice ps with a socket that trickles its answer: done, exit 0" "0" "$?"
+check_has "... still lists the honest gateway" "ctl-$$ $gw " "$out"
+check_has "... and names the one that did not answer in time" "$CTL/$trickler.sock: " "$out"
+kill "$trickler" 2>/dev/null
+wait "$trickler" 2>/dev/null
+rm -f "$CTL/$trickler.sock"
+
 kill "$gw"
 wait "$gw" 2>/dev/null
 world_forget "$gw"
