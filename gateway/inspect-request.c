@@ -305,6 +305,10 @@ static void held_body(void *owner, const char **ret_p, size_t *ret_n, int64_t *r
 	*ret_p = in->cbuf;
 	*ret_n = in->clen;
 	*ret_total = in->body_done ? 0 : in->body.chunked ? -1 : (int64_t)in->body.left;
+	/* Only this request's body: a pipelined request after it is in the
+	 * buffer too, and is not what the person approves. */
+	if (*ret_total >= 0 && (uint64_t)*ret_n > (uint64_t)*ret_total)
+		*ret_n = (size_t)*ret_total;
 }
 
 static const struct sl_gw_hold_ops held_ops = {

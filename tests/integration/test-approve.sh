@@ -202,8 +202,55 @@ check "... exactly once" "1" "$(origin_count 'POST /upload')"
 check_has "... its record is an inspected allow, approved" '"tls":"inspect"' \
 	"$(audit_match '"path":"/upload"' '"approval":"approved"')"
 
+# ---- pipelined behind a held inspected request ----
+# BODY_START is the held request's own body: not the next request's bytes,
+# which came in the same write, and which wait to be decided (and held)
+# on their own.
+before=$(origin_count 'POST /upload')
+world_host "$PY" - "$GW" "$T/ca/ca-bundle.crt" >"$T/p1.out" 2>"$T/p1.err" <<'PYC' &
+import re, socket, ssl, sys
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)), timeout=30)
+s.sendall(b"CONNECT insp.test:443 HTTP/1.1\r\nHost: insp.test:443\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+t = ctx.wrap_socket(s, server_hostname="insp.test")
+req = b"POST /upload HTTP/1.1\r\nHost: insp.test\r\nContent-Length: %d\r\n\r\n%s"
+t.sendall(req % (5, b"hello") + req % (4, b"evil"))
+got = b""
+try:
+    while got.count(b"HTTP/1.1 ") < 2:
+        d = t.recv(65536)
+        if not d:
+            break
+        got += d
+except OSError as e:
+    print(e, file=sys.stderr)
+print(repr(got), file=sys.stderr)
+print(" ".join(m.decode() for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", got)))
+PYC
+p1=$!
+bg_pids+=("$p1")
+wait_pending 1 || notok "the first pipelined request never showed in pending"
+line=$(pending)
+check_has "a held request with another pipelined behind it shows its own body only" \
+	" $SB POST insp.test:443 /upload 5 hello " "$line"
+check_lacks "... not the next request's bytes" "helloPOST" "$line"
+"$SLUICE" approve "${line%% *}" >/dev/null
+for _ in $(seq 100); do pending | grep -q ' evil ' && break; sleep 0.05; done
+line2=$(pending)
+check_has "... the next one is held on its own once the first is answered" \
+	" $SB POST insp.test:443 /upload 4 evil " "$line2"
+"$SLUICE" deny "${line2%% *}" >/dev/null
+wait "$p1"
+check "... the first went, the second was refused" "200 403" "$(cat "$T/p1.out")"
+[ "$(cat "$T/p1.out")" = "200 403" ] || echo "# $(cat "$T/p1.err")"
+check "... the origin saw only the first" "$((before + 1))" "$(origin_count 'POST /upload')"
+
 # ---- the metrics count each person's answer and each timeout ----
-check "the approval-wait histogram: 4 approved, 1 denied, 1 timed out" "4 1 1" \
+check "the approval-wait histogram: 5 approved, 2 denied, 1 timed out" "5 2 1" \
 	"$(waits approved) $(waits denied) $(waits timeout)"
 
 # ---- the client goes away while held ----
