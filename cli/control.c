@@ -426,13 +426,39 @@ static int cmd_pending(void)
 	return SL_EXIT_OK;
 }
 
+/* The one sandbox whose pending lists id; -1 when none (or, which an
+ * honest set of gateways never does, several). */
+static int holding(const struct target *t, int n, const char *id)
+{
+	size_t idlen = strlen(id);
+	int found = -1;
+
+	for (int i = 0; i < n; i++) {
+		struct answer a;
+		const char *cur = NULL, *line;
+		bool has = false;
+
+		if (!t[i].pending || ask(t[i].path, "pending", &a) < 0)
+			continue;
+		while (a.ok && !has && (line = next_data(&a, &cur)))
+			has = !strncmp(line, id, idlen) && line[idlen] == ' ';
+		answer_free(&a);
+		if (has && found >= 0)
+			return -1;
+		if (has)
+			found = i;
+	}
+	return found;
+}
+
 static int cmd_answer(const char *verb, const char *id)
 {
 	_cleanup_free_ struct target *t = NULL;
 	struct sl_ctl_request q;
 	const char *why;
+	struct answer a;
 	char line[64];
-	int n;
+	int n, holder;
 
 	snprintf(line, sizeof(line), "%s %s", verb, id);
 	if (strlen(id) > SL_CTL_ID_LEN || sl_ctl_parse(line, strlen(line), &q, &why) < 0) {
@@ -442,18 +468,21 @@ static int cmd_answer(const char *verb, const char *id)
 	n = gather(verb, &t);
 	if (n < 0)
 		return SL_EXIT_FAILURE;
-	/* IDs are each sandbox's own: the one that holds it says ok. */
-	for (int i = 0; i < n; i++) {
-		struct answer a;
+	/* IDs are each sandbox's own: the answer goes only to the one whose
+	 * pending lists it. Any gateway may say "ok" to any ID (another
+	 * sandbox's, taken over, would swallow the answer, leaving the
+	 * request it was meant for waiting); none can list an ID it never
+	 * held, nor learn one from being asked. */
+	holder = holding(t, n, id);
+	if (holder >= 0 && ask(t[holder].path, line, &a) == 0) {
+		bool ok = a.ok;
 
-		if (!t[i].pending || ask(t[i].path, line, &a) < 0)
-			continue;
-		if (a.ok) {
-			printf("%s: %s (%s, pid %ld)\n", id, a.last, t[i].name, t[i].pid);
-			answer_free(&a);
-			return SL_EXIT_OK;
-		}
+		if (ok)
+			printf("%s: %s (%s, pid %ld)\n", id, a.last, t[holder].name,
+			       t[holder].pid);
 		answer_free(&a);
+		if (ok)
+			return SL_EXIT_OK;
 	}
 	fprintf(stderr, "sluice %s: unknown ID %s: no sandbox holds it (answered already, timed out, "
 			"or its client went away; `sluice pending` lists what waits)\n",

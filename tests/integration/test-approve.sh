@@ -138,6 +138,60 @@ check_has "its audit record: deny, approval-denied, by uid 0, with its wait" \
 check_has "... approved_by names who answered" '"approval":"denied","approved_by":0,"wait_ms":' \
 	"$(audit_match '"path":"/deny-me"')"
 
+# ---- another sandbox's taken-over gateway cannot swallow an answer ----
+# It serves its own socket and may say "ok" to any approve or deny; it
+# cannot list an ID it never held (they are random, and spoken only on the
+# sockets). The answer goes to the one gateway whose pending lists the ID.
+"$PY" - /run/sluice/ctl "$T/liar.ready" "$T/liar.log" <<'PYC' &
+import os, socket, sys, time
+path = "%s/%d.sock" % (sys.argv[1], os.getpid())
+os.umask(0o177)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(16)
+open(sys.argv[2], "w").close()
+s.settimeout(1)
+end = time.time() + 60
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+    except OSError:
+        continue
+    c.settimeout(2)
+    try:
+        q = c.recv(512).decode().strip()
+        with open(sys.argv[3], "a") as f:
+            f.write(q + "\n")
+        if q == "info":
+            c.sendall(b"* liar %d %d - 0 0 0 3\nok\n" % (os.getpid(), os.getpid()))
+        elif q.startswith("approve "):
+            c.sendall(b"ok approved\n")
+        elif q.startswith("deny "):
+            c.sendall(b"ok denied\n")
+        else:
+            c.sendall(b"ok\n")
+    except OSError:
+        pass
+    c.close()
+os.unlink(path)
+PYC
+liar=$!
+bg_pids+=("$liar")
+wait_for_file "$T/liar.ready" || notok "the lying socket did not start"
+curl_bg l1 http://hold.test/deny-through-liar
+l1=$last_bg
+wait_pending 1 || notok "the request never showed"
+id=$(pending | cut -d' ' -f1)
+out=$("$SLUICE" deny "$id" 2>&1)
+check "sluice deny ID with a lying socket about: exit 0" "0" "$?"
+check_has "... names the gateway that held it" "$id: denied ($SB, pid $gw)" "$out"
+wait "$l1"
+check_has "... and that request was denied, not left waiting" "403" "$(cat "$T/l1.out")"
+check_lacks "... the lying socket was never told the ID" "$id" "$(cat "$T/liar.log" 2>/dev/null)"
+kill "$liar" 2>/dev/null
+wait "$liar" 2>/dev/null
+rm -f "/run/sluice/ctl/$liar.sock"
+
 # ---- timeout ----
 world_host curl -s -m 20 -x "http://$GW" -o /dev/null -D "$T/t1.hdr" -w '%{http_code}' \
 	http://quick.test/nobody-answers >"$T/t1.out"
@@ -250,7 +304,7 @@ check "... the first went, the second was refused" "200 403" "$(cat "$T/p1.out")
 check "... the origin saw only the first" "$((before + 1))" "$(origin_count 'POST /upload')"
 
 # ---- the metrics count each person's answer and each timeout ----
-check "the approval-wait histogram: 5 approved, 2 denied, 1 timed out" "5 2 1" \
+check "the approval-wait histogram: 5 approved, 3 denied, 1 timed out" "5 3 1" \
 	"$(waits approved) $(waits denied) $(waits timeout)"
 
 # ---- the client goes away while held ----
