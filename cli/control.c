@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -279,6 +280,33 @@ static bool parse_info(struct target *t, const char *line)
 		      &t->pending) == 8;
 }
 
+/* The pids it claims are those its socket's name says (root named it):
+ * the supervisor's, and the gateway the supervisor itself or its child.
+ * What `info` says is the gateway's word, and a gateway taken over by its
+ * sandbox could claim another's pid, to be picked for it or make it
+ * ambiguous. */
+static bool pids_true(const struct target *t)
+{
+	char path[64], buf[512], *p;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	long ppid;
+
+	if (t->pid != t->sock_pid)
+		return false;
+	if (t->gateway_pid == t->sock_pid)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", t->gateway_pid);
+	fd = t->gateway_pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')))
+		return false;
+	return sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == t->sock_pid;
+}
+
 /* Every live sandbox, with its info. */
 static int gather(const char *cmd, struct target **ret)
 {
@@ -303,8 +331,12 @@ static int gather(const char *cmd, struct target **ret)
 			continue;
 		}
 		line = a.ok ? next_data(&a, &cur) : NULL;
-		if (line && parse_info(&t[i], line))
+		if (line && parse_info(&t[i], line) && pids_true(&t[i]))
 			t[live++] = t[i];
+		else if (line && parse_info(&t[i], line))
+			fprintf(stderr, "sluice %s: %s: claims pid %ld (gateway %ld), not its own: "
+					"left out\n",
+				cmd, t[i].path, t[i].pid, t[i].gateway_pid);
 		else
 			fprintf(stderr, "sluice %s: %s: %s\n", cmd, t[i].path,
 				a.ok ? "an answer that makes no sense" : a.last);

@@ -271,6 +271,46 @@ check "... which is gone" "0" "$([ -e "$CTL/$k.sock" ] && echo 1 || echo 0)"
 world_host "$SLUICE" run -- true >/dev/null 2>&1
 check_has "the gateway still answers ps after all that" "ctl-$$ $gw " "$(ps_line "$gw")"
 
+# ---- a gateway cannot pass for another sandbox's supervisor ----
+# The socket's name is the pid root gave it; what `info` claims is the
+# gateway's word. One that claims the honest gateway's pid (and name) must
+# not make `sluice reload PID` ambiguous, nor be listed under that pid.
+"$PY" - "$CTL" "$T/liar.ready" "ctl-$$ $gw $gw $T/policy.yaml 0 0 0 0" <<'PYC' &
+import os, socket, sys, time
+path = "%s/%d.sock" % (sys.argv[1], os.getpid())
+os.umask(0o177)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(16)
+open(sys.argv[2], "w").close()
+s.settimeout(1)
+end = time.time() + 60
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+    except OSError:
+        continue
+    try:
+        c.settimeout(2)
+        q = c.recv(512).decode().strip()
+        c.sendall(("* %s\nok\n" % sys.argv[3]).encode() if q == "info" else b"ok reloaded\n")
+    except OSError:
+        pass
+    c.close()
+os.unlink(path)
+PYC
+liar=$!
+bg_pids+=("$liar")
+wait_for_file "$T/liar.ready" || notok "the lying socket did not start"
+out=$("$SLUICE" reload "$gw" 2>&1)
+check "sluice reload PID with another socket claiming that pid: exit 0" "0" "$?"
+check_has "... the honest gateway reloaded" "ctl-$$ (pid $gw): reloaded" "$out"
+check_has "... the claim refused, naming its socket" "$CTL/$liar.sock: " "$out"
+check "sluice ps lists the pid once" "1" "$("$SLUICE" ps 2>/dev/null | awk -v p="$gw" '$2 == p' | grep -c .)"
+kill "$liar" 2>/dev/null
+wait "$liar" 2>/dev/null
+rm -f "$CTL/$liar.sock"
+
 # ---- a gateway that answers a byte at a time holds no command for long ----
 # A taken-over gateway serves its own socket: it must not wedge `sluice ps`
 # (nor approve, which asks every socket) for every other sandbox. This one
