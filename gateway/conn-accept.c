@@ -110,3 +110,13 @@ void sl_gw_conn_close_all(struct sl_gw *gw)
 	}
 }
 
+void sl_gw_conn_close_observed(struct sl_gw *gw)
+{
+	struct conn *c, *next;
+
+	for (c = gw->conns; c; c = next) {
+		next = c->next;
+		if (c->decided && c->dec.verdict == SL_VERDICT_OBSERVE)
+			conn_close(c);
+	}
+}

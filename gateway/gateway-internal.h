@@ -113,6 +113,10 @@ void sl_gw_audit_refused_flush(struct sl_gw *gw, const char *event);
 /* conn.c */
 void sl_gw_conn_accept(struct sl_gw *gw, uv_stream_t *server, bool captured);
 void sl_gw_conn_close_all(struct sl_gw *gw);
+/* Close every connection whose exchange observe mode let through (a reload
+ * that enforces the rules: an observed tunnel has no next request to be
+ * decided under them). */
+void sl_gw_conn_close_observed(struct sl_gw *gw);
 
 /* dns.c: close every DNS handle and query (shutdown); whether any handle
  * is still open; free what is left once none is. */

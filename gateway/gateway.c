@@ -283,6 +283,11 @@ void sl_gw_set_policy(struct sl_gw *gw, struct sl_policy *p)
 	}
 	sl_gw_policy_unref(gw->policy);
 	gw->policy = gp;
+	/* Leaving observe mode: what it let through and is still open (an
+	 * opaque tunnel to any host, an observed exchange under way) would
+	 * otherwise go on unenforced. Closed, each with its record. */
+	if (gp->p->mode != SL_MODE_OBSERVE)
+		sl_gw_conn_close_observed(gw);
 	/* Requests held for approval were held under the old one. */
 	sl_gw_holds_refuse_all(gw);
 	/* Kept-alive origin connections were chosen under the old policy

@@ -356,9 +356,59 @@ out=$(gcode http://denied.test/r2)
 wait_grep "$T/gw-audit.log" '"path":"/r2"'
 check "... the same request now goes (200), audited observe-deny" "200 1" \
 	"$out $(grep -c '"path":"/r2".*"decision":"observe-deny"' "$T/gw-audit.log")"
+# A tunnel observe mode let through (TLS to a host no rule names, relayed
+# opaque: no later request of it is decided) must not outlive observe
+# mode: the agent opens it in time and keeps it for when the rules are
+# enforced. It sends /tun-1, waits for the reload, then /tun-2.
+rm -f "$T/tun.go"
+world_host "$PY" - "$T/cert.pem" "$T/tun.go" >"$T/tun.out" 2>&1 <<'PY' &
+import os, socket, ssl, sys, time
+s = socket.create_connection(("203.0.113.1", 3128), 5)
+s.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+print(head.split(b"\r\n")[0].decode(), flush=True)
+t = ssl.create_default_context(cafile=sys.argv[1]).wrap_socket(s, server_hostname="denied.test")
+t.settimeout(5)
+def get(path):
+    try:
+        t.sendall(b"GET %s HTTP/1.1\r\nHost: denied.test\r\n\r\n" % path.encode())
+        r = b""
+        while b"\r\n\r\n" not in r:
+            k = t.recv(4096)
+            if not k:
+                return "closed"
+            r += k
+        head, body = r.split(b"\r\n\r\n", 1)
+        n = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+             if l.lower().startswith(b"content-length:")]
+        while len(body) < (n[0] if n else 0):
+            k = t.recv(4096)
+            if not k:
+                break
+            body += k
+        return head.split(b"\r\n")[0].decode()
+    except (OSError, ssl.SSLError) as e:
+        return "closed"
+print(get("/tun-1"), flush=True)
+for _ in range(200):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.05)
+print(get("/tun-2"), flush=True)
+PY
+tun_pid=$!
+wait_grep "$T/origin.log" '/tun-1'
 sed -i '/^mode:/d' "$T/gw.yaml"
 gw_reload "$gw_pid" "$T/gw.log"
 check_has "reload out of observe mode: said" "reloaded (enforce mode)" "$(tail -n 1 "$T/gw.log")"
+touch "$T/tun.go"
+wait "$tun_pid"
+check "... a tunnel observed before it is closed: the origin saw /tun-1, not /tun-2" \
+	"HTTP/1.1 200 Connection established|HTTP/1.1 200 OK|closed 1 0" \
+	"$(tr '\n' '|' <"$T/tun.out" | sed 's/|$//') $(grep -c '^GET /tun-1' "$T/origin.log") \
+$(grep -c '^GET /tun-2' "$T/origin.log")"
 check "... and it is refused again (403)" "403 0" "$(gcode http://denied.test/r3) $(served GET /r3 denied.test)"
 kill -TERM "$gw_pid"
 wait "$gw_pid" 2>/dev/null
