@@ -9,7 +9,13 @@
 # names and how many bytes of agent-chosen labels reached upstream, in
 # total and per second of the burst. Reports; asserts nothing about timing.
 #
-# Usage: bench/dns-exfil.sh [PATH-TO-SLUICE] [N]   (root: network namespaces)
+# OBSERVE=1: the same burst against an observe-mode policy with no rule at
+# all (every name is answered, under the per-suffix and overall budgets of
+# docs/observe.md), the names spread over 64 suffixes (wild00.test ...) so
+# the overall budget, not one suffix's, is what bounds it (three labels of
+# 60 a name then, 180 bytes, to leave room for the suffix).
+#
+# Usage: [OBSERVE=1] bench/dns-exfil.sh [PATH-TO-SLUICE] [N]   (root: network namespaces)
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +44,11 @@ log-queries
 log-facility=$T/dns.log
 CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
-printf 'version: 1\nallow:\n  - host: "*.wild.test"\n' >"$T/policy.yaml"
+if [ "${OBSERVE:-0}" = 1 ]; then
+	printf 'version: 1\nmode: observe\n' >"$T/policy.yaml"
+else
+	printf 'version: 1\nallow:\n  - host: "*.wild.test"\n' >"$T/policy.yaml"
+fi
 world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen "$S:3128" --dns "$S:53" \
 	--resolver "$WORLD_NET_ADDR:53" --audit "$T/audit.log" --sandbox bench >>"$T/gw.log" 2>&1
 gw_pid=$!
@@ -47,15 +57,19 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-out=$(world_host python3 - "$S" "$N" <<'PY'
+out=$(world_host python3 - "$S" "$N" "${OBSERVE:-0}" <<'PY'
 import os, select, socket, struct, sys, time
-server, n = sys.argv[1], int(sys.argv[2])
+server, n, observe = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
 def q(i):
     h = os.urandom(120).hex()
     labels = [("%08x" % i) + h[:52], h[52:112], h[112:172], h[172:232]]
-    name = b"".join(bytes([len(l)]) + l.encode() for l in labels) + b"\x04wild\x04test\x00"
+    tail = b"\x04wild\x04test\x00"
+    if observe:  # one of 64 suffixes: wild00.test ... wild3f.test
+        labels = labels[:3]
+        tail = b"\x06wild%02x\x04test\x00" % (i % 64)
+    name = b"".join(bytes([len(l)]) + l.encode() for l in labels) + tail
     return struct.pack(">HHHHHH", i & 0xffff, 0x100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1)
 sent = got = 0
 start = time.monotonic()
@@ -78,9 +92,11 @@ PY
 sent=${out% *}
 secs=${out#* }
 sleep 1 # the last queries reach dnsmasq's log
-names=$(grep -oE 'query\[(A|AAAA)\] [0-9a-f]{60}\.[0-9a-f.]*wild\.test' "$T/dns.log" |
+names=$(grep -oE 'query\[(A|AAAA)\] [0-9a-f]{60}\.[0-9a-f.]*wild[0-9a-f]*\.test' "$T/dns.log" |
 	awk '{print $2}' | sort -u | wc -l)
-bytes=$((names * 240))
+per=240
+[ "${OBSERVE:-0}" = 1 ] && per=180
+bytes=$((names * per))
 python3 - "$sent" "$secs" "$names" "$bytes" <<'PY'
 import sys
 sent, secs, names, b = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -89,5 +105,6 @@ print(f"sent {sent} unique names in {secs:.2f} s; reached upstream: {names} dist
 print(f"  {names / secs:.0f} names/s, {b / secs:.0f} bytes/s during the burst")
 if names < sent * 0.9:
     print(f"  bounded by the DNS budget: sustained, {names} names and {b} bytes per minute "
-          f"({names / 60:.1f} names/s, {b / 60:.0f} bytes/s) through one wildcard")
+          f"({names / 60:.1f} names/s, {b / 60:.0f} bytes/s) through one wildcard"
+          " (OBSERVE=1: through observe mode's budgets)")
 PY
