@@ -146,7 +146,7 @@ static int base_says(const struct sl_learn *l, const char *host, uint16_t port,
  * one a rule could name. */
 static const char *record_path(const char *raw, char buf[static SL_PATH_BUF])
 {
-	char pat[SL_PATH_BUF];
+	char pat[SL_PATH_BUF], bare[SL_PATH_BUF];
 	bool prefix;
 
 	if (!raw || !clean(raw) || raw[0] != '/')
@@ -159,6 +159,13 @@ static const char *record_path(const char *raw, char buf[static SL_PATH_BUF])
 	if (strchr(buf, '*') ||
 	    sl_path_pattern_parse(buf, strlen(buf), pat, sizeof(pat), &prefix, NULL) < 0 || prefix ||
 	    strcmp(pat, buf))
+		return NULL;
+	/* Nor with a ";param" (or "%3B"): a rule allows such a path only
+	 * where its bare form ("/a" for "/a;x") is allowed too, so a rule
+	 * for it alone would not allow it, and learning the bare form would
+	 * allow what the agent never asked for. */
+	sl_path_strip_params(buf, bare, sizeof(bare));
+	if (strcmp(bare, buf))
 		return NULL;
 	return buf;
 }

@@ -26,6 +26,19 @@ static void check_allows(const struct sl_learn *l, const struct sl_policy *p)
 		sl_policy_decide(p, &q, &d);
 		if (d.verdict != SL_VERDICT_ALLOW)
 			abort();
+		/* Each path learned, with each method, as `sluice learn`
+		 * checks before it prints (a ";param" path once failed it). */
+		for (size_t j = 0; j < t->n_paths; j++)
+			for (uint32_t bit = 1; bit <= SL_METHOD_PATCH; bit <<= 1) {
+				if (!(t->methods & bit))
+					continue;
+				q.method = sl_method_to_string(bit);
+				q.path = t->paths[j].path;
+				q.path_len = strlen(q.path);
+				sl_policy_decide(p, &q, &d);
+				if (d.verdict != SL_VERDICT_ALLOW)
+					abort();
+			}
 	}
 }
 
