@@ -302,8 +302,10 @@ check "run --observe: still observed after two reloads of an enforce-mode file: 
 
 # ---- sluice attach --observe: a container's namespace ----
 host_ns=$(world_host readlink /proc/self/ns/net)
-world_host_bg unshare --net sh -c "ip link set lo up; exec setpriv --bounding-set -net_admin \
-	--inh-caps -net_admin sleep 300" >/dev/null 2>&1
+# Without the capabilities attach refuses a container for (afb3478).
+world_host_bg unshare --net sh -c "ip link set lo up; exec setpriv \
+	--bounding-set -net_admin,-sys_admin,-sys_module,-sys_ptrace \
+	--inh-caps -net_admin,-sys_admin,-sys_module,-sys_ptrace sleep 300" >/dev/null 2>&1
 c_pid=$!
 world_pids+=("$c_pid")
 for _ in $(seq 100); do
