@@ -572,6 +572,31 @@ static void test_inject_host_inspected_everywhere(void **state)
 /* Observe mode: what the rules deny is SL_VERDICT_OBSERVE, naming what
  * would have decided and giving no rule's rights; what is refused before
  * any rule (invalid hosts, ambiguous paths, invalid requests) stays DENY. */
+/* Observe mode keeps approval holds: the request an approve rule allows
+ * is decided allow with that rule (the gateway holds it), not observed
+ * past the hold; what the rule does not name is observed with no rule
+ * (so nothing to hold, and no rule's rights). */
+static void test_observe_approve(void **state)
+{
+	struct sl_policy *p = load("version: 1\nmode: observe\n"
+				   "allow:\n  - host: pay.test\n    methods: [POST]\n"
+				   "    paths: [\"/charge\"]\n    approve: true\n");
+	struct sl_decision d;
+
+	(void)state;
+	d = decide(p, "pay.test", 443, "POST", "/charge");
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_non_null(d.rule);
+	assert_true(d.rule->approve);
+	d = decide(p, "pay.test", 443, NULL, NULL);
+	assert_int_equal(d.verdict, SL_VERDICT_ALLOW);
+	assert_true(d.inspect); /* so each request meets the hold */
+	d = decide(p, "pay.test", 443, "GET", "/charge");
+	assert_int_equal(d.verdict, SL_VERDICT_OBSERVE);
+	assert_null(d.rule);
+	sl_policy_free(p);
+}
+
 static void test_observe_mode(void **state)
 {
 	struct sl_policy *p = load("version: 1\nmode: observe\nsecrets:\n  k: { env: K }\n"
@@ -674,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_path_checked_methods_named),
 		cmocka_unit_test(test_inject_host_inspected_everywhere),
 		cmocka_unit_test(test_observe_mode),
+		cmocka_unit_test(test_observe_approve),
 		cmocka_unit_test(test_observe_suffix),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
