@@ -217,6 +217,11 @@ mount --bind "$T" /srv/stage
 # The workspace is the test's $T/work, so the test sees what the agent left.
 mount --bind "$T/work" /srv/agent/work
 install -m 0755 "$T/agent.py" /srv/agent/agent.py
+# The unit's /usr/local/bin/sluice: a copy in /srv, for a build under /tmp
+# or /root (a clone there, as CI's may be) is hidden below by PrivateTmp=
+# and ProtectHome=, as it would be for the real unit.
+install -m 0755 "$SLUICE" /srv/sluice
+SLUICE=/srv/sluice
 install -m 0644 "$T/agent.yaml" /srv/etc/sluice/agent.yaml
 # LoadCredential=anthropic:/etc/sluice/anthropic.key: a copy that only the
 # unit's user (root) can read, in a directory only it can enter.
