@@ -250,3 +250,33 @@ int sl_learn_add(struct sl_learn *l, const struct sl_learn_record *r)
 	t->methods |= sl_method_from_string(r->method, strlen(r->method));
 	return add_path(t, path);
 }
+
+bool sl_learn_allows(const struct sl_learn *l, const struct sl_policy *p, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < l->n_targets; i++) {
+		const struct sl_learn_target *t = &l->targets[i];
+		struct sl_request q = {.host = t->host, .host_len = strlen(t->host), .port = t->port};
+		struct sl_decision d;
+
+		sl_policy_decide(p, &q, &d);
+		if (d.verdict != SL_VERDICT_ALLOW) {
+			snprintf(err, errlen, "%s:%u", t->host, t->port);
+			return false;
+		}
+		for (size_t j = 0; j < t->n_paths; j++)
+			for (uint32_t bit = 1; bit <= SL_METHOD_PATCH; bit <<= 1) {
+				if (!(t->methods & bit))
+					continue;
+				q.method = sl_method_to_string(bit);
+				q.path = t->paths[j].path;
+				q.path_len = strlen(q.path);
+				sl_policy_decide(p, &q, &d);
+				if (d.verdict != SL_VERDICT_ALLOW) {
+					snprintf(err, errlen, "%s %s:%u%s", q.method, t->host, t->port,
+						 q.path);
+					return false;
+				}
+			}
+	}
+	return true;
+}

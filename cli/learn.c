@@ -108,37 +108,12 @@ static int read_log(struct sl_learn *l, const char *file, FILE *f)
 /* Is every request learned from allowed by the policy printed? */
 static bool allows_all(const struct sl_learn *l, const struct sl_policy *p)
 {
-	size_t i, j;
+	char what[1024];
 
-	for (i = 0; i < l->n_targets; i++) {
-		const struct sl_learn_target *t = &l->targets[i];
-		struct sl_request q = {.host = t->host, .host_len = strlen(t->host), .port = t->port};
-		struct sl_decision d;
-
-		sl_policy_decide(p, &q, &d);
-		if (d.verdict != SL_VERDICT_ALLOW) {
-			fprintf(stderr, PROG ": internal error: the policy learned does not allow %s:%u\n",
-				t->host, t->port);
-			return false;
-		}
-		for (j = 0; j < t->n_paths; j++)
-			for (uint32_t bit = 1; bit <= SL_METHOD_PATCH; bit <<= 1) {
-				if (!(t->methods & bit))
-					continue;
-				q.method = sl_method_to_string(bit);
-				q.path = t->paths[j].path;
-				q.path_len = strlen(q.path);
-				sl_policy_decide(p, &q, &d);
-				if (d.verdict != SL_VERDICT_ALLOW) {
-					fprintf(stderr,
-						PROG ": internal error: the policy learned does not "
-						     "allow %s %s:%u%s\n",
-						q.method, t->host, t->port, q.path);
-					return false;
-				}
-			}
-	}
-	return true;
+	if (sl_learn_allows(l, p, what, sizeof(what)))
+		return true;
+	fprintf(stderr, PROG ": internal error: the policy learned does not allow %s\n", what);
+	return false;
 }
 
 static int load_base(const char *path, char **ret_buf, size_t *ret_len, struct sl_policy **ret)

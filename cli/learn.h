@@ -98,6 +98,11 @@ void sl_learn_done(struct sl_learn *l);
  * port, method and path that BASE does not allow. 0 or -ENOMEM. */
 int sl_learn_add(struct sl_learn *l, const struct sl_learn_record *r);
 
+/* Does policy p allow every request l learned from, each path with each
+ * method? If not, false, and err names the first it does not (`sluice
+ * learn` checks its own output with it before printing; the fuzzer too). */
+bool sl_learn_allows(const struct sl_learn *l, const struct sl_policy *p, char *err, size_t errlen);
+
 /* A rule to print: the targets it stands for, and its body. */
 struct sl_learn_rule {
 	char host[SL_HOST_BUF]; /* for a wildcard, the suffix */

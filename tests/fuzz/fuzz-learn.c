@@ -14,38 +14,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_allows(const struct sl_learn *l, const struct sl_policy *p)
-{
-	size_t i;
-
-	for (i = 0; i < l->n_targets; i++) {
-		const struct sl_learn_target *t = &l->targets[i];
-		struct sl_request q = {.host = t->host, .host_len = strlen(t->host), .port = t->port};
-		struct sl_decision d;
-
-		sl_policy_decide(p, &q, &d);
-		if (d.verdict != SL_VERDICT_ALLOW)
-			abort();
-		/* Each path learned, with each method, as `sluice learn`
-		 * checks before it prints (a ";param" path once failed it). */
-		for (size_t j = 0; j < t->n_paths; j++)
-			for (uint32_t bit = 1; bit <= SL_METHOD_PATCH; bit <<= 1) {
-				if (!(t->methods & bit))
-					continue;
-				q.method = sl_method_to_string(bit);
-				q.path = t->paths[j].path;
-				q.path_len = strlen(q.path);
-				sl_policy_decide(p, &q, &d);
-				if (d.verdict != SL_VERDICT_ALLOW)
-					abort();
-			}
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *p = (const char *)data, *end = p + size;
-	char *buf = malloc(size + 1), *out = NULL;
+	char *buf = malloc(size + 1), *out = NULL, what[1024];
 	struct sl_policy *pol = NULL;
 	struct sl_learn l;
 	size_t len = 0;
@@ -68,7 +40,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sl_learn_emit(&l, "fuzz.log", NULL, NULL, 0, &out, &len) == 0) {
 		if (sl_policy_load_buffer("learned", out, len, &pol, NULL) < 0)
 			abort();
-		check_allows(&l, pol);
+		/* Every request learned, each path with each method, as
+		 * `sluice learn` checks before it prints (a ";param" path once
+		 * failed it). */
+		if (!sl_learn_allows(&l, pol, what, sizeof(what)))
+			abort();
 		sl_policy_free(pol);
 		free(out);
 	}
