@@ -65,7 +65,8 @@ static int deny_setid_modes(scmp_filter_ctx ctx, char *err, size_t errlen)
 
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not on this architecture (or libseccomp) */
-		/* A mode is 32 bits: compare those only. */
+		/* The bit alone is compared (masked): whatever else the
+		 * register holds, as for an open without O_CREAT. */
 		for (unsigned bit = 0; bit < 2; bit++) {
 			const unsigned m = bit ? S_ISGID : S_ISUID;
 			struct scmp_arg_cmp cmp = {
