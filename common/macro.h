@@ -28,12 +28,16 @@ static inline void sl_freep(void *p)
 	free(*(void **)p);
 }
 
+/* Closes *fd and leaves it -1, so that a later close of the same variable
+ * (an error path's, a cleanup's) cannot close a number another thread has
+ * been given meanwhile. */
 static inline void sl_closep(int *fd)
 {
 	if (*fd >= 0) {
 		int saved = errno;
 		close(*fd);
 		errno = saved;
+		*fd = -1;
 	}
 }
 

@@ -631,11 +631,10 @@ static int next_candidate(struct search *sr, uint32_t *ret_id, int *ret_fd, bool
  * next looks again. */
 static int replace(struct search *sr, size_t k, uint32_t *ids, int *fds, char *err, size_t errlen)
 {
-	/* -1 until the next is taken: when there is none, the caller's
-	 * cleanup must not close this number again, by then perhaps another
-	 * thread's (the nftables socket, under `run`). */
+	/* -1 (sl_closep) until the next is taken: when there is none, the
+	 * caller's cleanup must not close this number again, by then perhaps
+	 * another thread's (the nftables socket, under `run`). */
 	sl_closep(&fds[k]);
-	fds[k] = -1;
 	return next_candidate(sr, &ids[k], &fds[k], &sr->clean[k], err, errlen);
 }
 
