@@ -8,6 +8,7 @@
 Prints the first status line, the second (or "closed"), and how a new
 connection went ("refused", or "open")."""
 import os
+import re
 import socket
 import sys
 import time
@@ -24,6 +25,16 @@ def get(s):
             if not k:
                 break
             data += k
+        # The body too, so the next request's answer starts clean: it may
+        # come in a segment of its own, after the head.
+        head, _, body = data.partition(b"\r\n\r\n")
+        m = re.search(rb"(?im)^content-length:\s*(\d+)\s*$", head)
+        need = int(m.group(1)) if m else 0
+        while len(body) < need:
+            k = s.recv(4096)
+            if not k:
+                break
+            body += k
     except (socket.timeout, ConnectionError):
         pass
     return data.split(b"\r\n", 1)[0].decode(errors="replace") if data else "closed"
