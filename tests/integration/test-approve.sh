@@ -159,7 +159,15 @@ while time.time() < end:
         continue
     c.settimeout(2)
     try:
-        q = c.recv(512).decode().strip()
+        # The whole line: the CLI sends it and its "\n" apart, and a
+        # close with the "\n" unread resets the CLI's read of the answer.
+        q = b""
+        while b"\n" not in q and len(q) < 512:
+            d = c.recv(512)
+            if not d:
+                break
+            q += d
+        q = q.decode().strip()
         with open(sys.argv[3], "a") as f:
             f.write(q + "\n")
         if q == "info":

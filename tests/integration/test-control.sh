@@ -292,7 +292,15 @@ while time.time() < end:
         continue
     try:
         c.settimeout(2)
-        q = c.recv(512).decode().strip()
+        # The whole line: the CLI sends it and its "\n" apart, and a
+        # close with the "\n" unread resets the CLI's read of the answer.
+        q = b""
+        while b"\n" not in q and len(q) < 512:
+            d = c.recv(512)
+            if not d:
+                break
+            q += d
+        q = q.decode().strip()
         c.sendall(("* %s\nok\n" % sys.argv[3]).encode() if q == "info" else b"ok reloaded\n")
     except OSError:
         pass
