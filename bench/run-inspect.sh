@@ -17,6 +17,9 @@
 #      kept-alive connection, the head and the body in two writes (as many
 #      clients send them), to a location that reads the body before it
 #      answers: where Nagle's algorithm meets delayed ACKs;
+#   4b. the same POSTs, each after 20 ms of quiet (not timed), as an agent
+#      that thinks between two calls of its model API: what the inspected
+#      path's spare origin connection (inspect-upstream.c) is for;
 #   5. sluice's memory (VmRSS, VmHWM) and CPU time after all of it.
 #
 # With each figure: p50/p99/max of single requests (a floor such as 40 ms
@@ -33,7 +36,7 @@
 # Usage: bench/run-inspect.sh [PATH-TO-SLUICE] [N]     (N default 500)
 # Environment: REPS (default 5), BIG (1 MiB downloads per repetition,
 # default N/10, at least 10), POSTS (default N/5, at least 10); ONLY, a
-# comma-separated subset of keep-alive,new,big,post to run; WAYS, of
+# comma-separated subset of keep-alive,new,big,post,post-idle to run; WAYS, of
 # passthrough,inspected,squid (direct always runs); PROFILE=perf
 # (perf record of the gateway, its report after the table) or
 # PROFILE=strace (strace -c -f; STRACE_OPTS replaces -c); PROFILE_OUT, a
@@ -46,7 +49,7 @@ N=${2:-500}
 REPS=${REPS:-5}
 BIG=${BIG:-$((N / 10 < 10 ? 10 : N / 10))}
 POSTS=${POSTS:-$((N / 5 < 10 ? 10 : N / 5))}
-ONLY=${ONLY:-keep-alive,new,big,post}
+ONLY=${ONLY:-keep-alive,new,big,post,post-idle}
 WAYS=${WAYS:-passthrough,inspected,squid}
 PROFILE=${PROFILE:-}
 PY=/usr/bin/python3
@@ -333,14 +336,16 @@ def throughput(way):
     conn.close()
     return got / total / 1e6, []
 
+IDLE = 0.02  # an agent's pause between two calls of its model API
 BODY = b'{"model":"bench-1","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
 
-def post_two_writes(way):
+def post_two_writes(way, pause=0.0):
     conn = connect(way)
     get(conn, way[2], "/small")  # handshake and warm-up, not timed
     lat = []
-    t0 = time.perf_counter()
+    total = 0.0
     for _ in range(posts):
+        time.sleep(pause)  # not timed
         t = time.perf_counter()
         conn.putrequest("POST", "/post", skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", way[2])
@@ -353,16 +358,21 @@ def post_two_writes(way):
         if r.status != 200:
             raise SystemExit("POST https://%s/post: %d" % (way[2], r.status))
         lat.append(time.perf_counter() - t)
-    total = time.perf_counter() - t0
+        total += lat[-1]
     conn.close()
     return total / posts * 1000, lat
+
+def post_after_idle(way):
+    return post_two_writes(way, IDLE)
 
 # (label, function, higher is better, requests per run, what CPU is counted per)
 # (the warm-up request counts: the proxy did that work too).
 benches = [("keep-alive: ms/request", keepalive, False, n + 1, "request", "keep-alive"),
            ("new connection: ms/request", newconn, False, n, "request", "new"),
            ("1 MiB response: MB/s", throughput, True, big + 1, "MiB", "big"),
-           ("POST, 2 writes: ms/request", post_two_writes, False, posts + 1, "request", "post")]
+           ("POST, 2 writes: ms/request", post_two_writes, False, posts + 1, "request", "post"),
+           ("POST after %d ms idle: ms/req" % (IDLE * 1000), post_after_idle, False, posts + 1,
+            "request", "post-idle")]
 benches = [b[:5] for b in benches if b[5] in only.split(",")]
 res = {(b[0], w[0]): [] for b in benches for w in ways}
 lats = {(b[0], w[0]): [] for b in benches for w in ways}

@@ -232,6 +232,11 @@ void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 /* An exchange is done with up: kept in the pool if it may be, else closed. */
 void insp_pool_put(struct up *up);
+/* A new connection to old's host, port and address (checked again),
+ * made now and put in the pool, where a request may take it before its
+ * handshake is done: for an old that may not be pooled because of what
+ * it carried. Nothing when the pool is full or flushed since old. */
+void insp_up_spare(struct insp *in, struct up *old);
 /* in->up: from the pool (unless fresh), else a new connection; the head
  * goes once it is ready (in->ops->up_ready). */
 void insp_get_upstream(struct insp *in, bool fresh);

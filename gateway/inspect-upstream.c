@@ -120,6 +120,8 @@ int insp_up_write(struct up *up, const void *p, size_t n)
 
 /* ---- upstream connections ---- */
 
+static void up_timer_fired(uv_timer_t *tm);
+
 static void up_handle_closed(uv_handle_t *h)
 {
 	struct up *up = h->data;
@@ -209,6 +211,8 @@ static void up_handshake(struct up *up)
 		uv_timer_stop(&up->timer);
 		if (up->owner)
 			up->owner->ops->up_ready(up->owner);
+		else if (up->pooled) /* a spare, ready before anyone took it */
+			uv_timer_start(&up->timer, up_timer_fired, POOL_IDLE_MS, 0);
 		return;
 	}
 	e = SSL_get_error(up->ssl, r);
@@ -328,11 +332,12 @@ static void up_connected(uv_connect_t *req, int status)
 	up_handshake(up);
 }
 
-static void up_connect(struct up *up, const struct sl_gw_addrs *a)
+/* c: the client connection whose policy picks the address (a spare has
+ * no owner yet, but is made while the exchange that asks for it is). */
+static void up_connect(struct up *up, const struct conn *c, const struct sl_gw_addrs *a)
 {
-	struct insp *in = up->owner;
 	const char *refused = NULL;
-	const struct sockaddr *sa = conn_pick_address(in->c, a, &refused);
+	const struct sockaddr *sa = conn_pick_address(c, a, &refused);
 	struct sockaddr_storage to;
 	char why[SL_HOST_BUF + 160];
 	int r;
@@ -351,7 +356,7 @@ static void up_connect(struct up *up, const struct sl_gw_addrs *a)
 		((struct sockaddr_in *)&to)->sin_port = htons(up->port);
 	else
 		((struct sockaddr_in6 *)&to)->sin6_port = htons(up->port);
-	r = uv_tcp_init(in->c->gw->loop, &up->tcp);
+	r = uv_tcp_init(c->gw->loop, &up->tcp);
 	if (r < 0) {
 		up_fail(up, 502, "connect-failed", "cannot create a socket");
 		return;
@@ -384,39 +389,50 @@ static void up_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 		up_fail(up, http, reason, why);
 		return;
 	}
-	up_connect(up, addrs);
+	up_connect(up, up->owner->c, addrs);
 }
 
-/* An idle connection to this host from the pool, or NULL. */
+/* A connection to this host from the pool, or NULL: an idle one first,
+ * else a spare still making its handshake (its connect deadline keeps
+ * running; its owner hears up_ready when the handshake is done). */
 static struct up *pool_take(struct sl_gw_tls *t, const char *host, uint16_t port)
 {
-	struct up *up;
+	struct up *up, *spare = NULL;
 
 	for (up = t->pool; up; up = up->next)
 		if (up->port == port && strcmp(up->host, host) == 0) {
+			if (!up->ready) {
+				spare = spare ? spare : up;
+				continue;
+			}
 			pool_unlink(up);
 			uv_timer_stop(&up->timer);
 			return up;
 		}
-	return NULL;
+	if (spare)
+		pool_unlink(spare);
+	return spare;
 }
 
-void insp_pool_put(struct up *up)
+/* Whether one more connection to up's host may wait in the pool: not
+ * from before a flush (a reload: its address was chosen under the old
+ * policy), and within the bounds. */
+static bool pool_has_room(const struct up *up)
 {
-	struct sl_gw_tls *t = up->t;
-	struct up *o;
+	const struct sl_gw_tls *t = up->t;
+	const struct up *o;
 	unsigned same = 0;
 
-	up->owner = NULL;
 	for (o = t->pool; o; o = o->next)
 		same += o->port == up->port && strcmp(o->host, up->host) == 0;
-	/* Not from before a flush (a reload: its address was chosen under
-	 * the old policy), and within the bounds. */
-	if (t->gw->shutting_down || up->gen != t->gen || t->n_pool >= POOL_MAX ||
-	    same >= POOL_PER_HOST || SSL_pending(up->ssl) > 0 || up->rq.len > 0) {
-		insp_up_close(up);
-		return;
-	}
+	return !t->gw->shutting_down && up->gen == t->gen && t->n_pool < POOL_MAX &&
+	       same < POOL_PER_HOST;
+}
+
+static void pool_link(struct up *up)
+{
+	struct sl_gw_tls *t = up->t;
+
 	up->next = t->pool;
 	if (t->pool)
 		t->pool->prev = up;
@@ -424,11 +440,61 @@ void insp_pool_put(struct up *up)
 	up->prev = NULL;
 	up->pooled = true;
 	t->n_pool++;
+}
+
+void insp_pool_put(struct up *up)
+{
+	up->owner = NULL;
+	if (!pool_has_room(up) || SSL_pending(up->ssl) > 0 || up->rq.len > 0) {
+		insp_up_close(up);
+		return;
+	}
+	pool_link(up);
 	if (up->paused) {
 		up->paused = false;
 		uv_read_start((uv_stream_t *)&up->tcp, insp_up_alloc, insp_up_read);
 	}
 	uv_timer_start(&up->timer, up_timer_fired, POOL_IDLE_MS, 0);
+}
+
+/* A new connection to up's host (not yet resolved or connected), owned
+ * by in or, for a spare, by nobody; NULL when out of memory. */
+static struct up *up_new(struct sl_gw_tls *t, struct insp *in, const struct up *like)
+{
+	struct conn *c = in->c;
+	struct up *up = calloc(1, sizeof(*up));
+
+	if (!up)
+		return NULL;
+	up->t = t;
+	up->gen = t->gen;
+	t->n_ups++;
+	snprintf(up->host, sizeof(up->host), "%s", like ? like->host : in->host);
+	up->kind = like ? like->kind : in->kind;
+	up->port = like ? like->port : c->port;
+	uv_timer_init(c->gw->loop, &up->timer);
+	up->timer.data = up;
+	up->open_handles = 1;
+	uv_timer_start(&up->timer, up_timer_fired, c->gw->cfg.connect_timeout_ms, 0);
+	return up;
+}
+
+void insp_up_spare(struct insp *in, struct up *old)
+{
+	struct sl_gw_tls *t = old->t;
+	struct sl_gw_addrs a = {.n = 1};
+	int len = (int)sizeof(a.addr[0]);
+	struct up *up;
+
+	if (!old->ready || !old->tcp_open || old->closing || !pool_has_room(old) ||
+	    uv_tcp_getpeername(&old->tcp, (struct sockaddr *)&a.addr[0], &len) < 0)
+		return;
+	up = up_new(t, in, old);
+	if (!up)
+		return;
+	pool_link(up);
+	/* The address old was connected to, checked again as any is. */
+	up_connect(up, in->c, &a);
 }
 
 void insp_get_upstream(struct insp *in, bool fresh)
@@ -438,35 +504,28 @@ void insp_get_upstream(struct insp *in, bool fresh)
 	struct up *up = fresh ? NULL : pool_take(t, in->host, c->port);
 	int r;
 
-	in->reused = up && (in->head_req || strcmp(c->method, "GET") == 0);
 	if (up) {
+		/* A spare still on its way is new: nothing to retry on. */
+		in->reused = up->ready && (in->head_req || strcmp(c->method, "GET") == 0);
 		up->owner = in;
 		in->up = up;
-		in->ops->up_ready(in);
+		if (up->ready)
+			in->ops->up_ready(in);
 		return;
 	}
-	up = calloc(1, sizeof(*up));
+	in->reused = false;
+	up = up_new(t, in, NULL);
 	if (!up) {
 		in->ops->up_failed(in, 502, "connect-failed", "out of memory");
 		return;
 	}
-	up->t = t;
-	up->gen = t->gen;
-	t->n_ups++;
 	up->owner = in;
 	in->up = up;
-	snprintf(up->host, sizeof(up->host), "%s", in->host);
-	up->kind = in->kind;
-	up->port = c->port;
-	uv_timer_init(c->gw->loop, &up->timer);
-	up->timer.data = up;
-	up->open_handles = 1;
-	uv_timer_start(&up->timer, up_timer_fired, c->gw->cfg.connect_timeout_ms, 0);
 	if (in->kind != SL_HOST_NAME) {
 		struct sl_gw_addrs a;
 
 		conn_literal_addrs(in->kind, in->host, &a);
-		up_connect(up, &a);
+		up_connect(up, c, &a);
 		return;
 	}
 	r = sl_gw_resolve(c->gw->resolver, up->host, up_resolved, up, &up->rreq);

@@ -118,10 +118,19 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	insp_wipe_uhead(in);
 	in->reused = false;
 	if (up) {
-		if (reusable && in->resp_ka && in->st == I_EXCHANGE && !in->req_body)
+		bool keep = reusable && in->resp_ka && in->st == I_EXCHANGE;
+
+		if (keep && !in->req_body) {
 			insp_pool_put(up);
-		else
+		} else {
+			/* One that carried a body is closed (inspect-internal.h,
+			 * req_body), and a new one, that carried nothing, takes
+			 * its place in the pool: the next request does not wait
+			 * for a handshake that could have been made meanwhile. */
+			if (keep)
+				insp_up_spare(in, up);
 			insp_up_close(up);
+		}
 	}
 	if (in->close_after || in->client_eof) {
 		in->st = I_CLOSING;
