@@ -129,6 +129,8 @@ static int ask(const char *path, const char *line, struct answer *ret)
 	struct answer a = {0};
 	size_t cap = 0, n = strlen(line);
 	int64_t deadline = now_ms() + (int64_t)tv.tv_sec * 1000;
+	struct iovec iov[2] = {{.iov_base = (void *)line, .iov_len = n},
+			       {.iov_base = "\n", .iov_len = 1}};
 	char *p, *end;
 
 	if (fd < 0)
@@ -138,7 +140,9 @@ static int ask(const char *path, const char *line, struct answer *ret)
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
 		return -errno;
-	if (send(fd, line, n, MSG_NOSIGNAL) != (ssize_t)n || send(fd, "\n", 1, MSG_NOSIGNAL) != 1)
+	/* The line and its end in one write: the server reads one message. */
+	if (sendmsg(fd, &(struct msghdr){.msg_iov = iov, .msg_iovlen = 2}, MSG_NOSIGNAL) !=
+	    (ssize_t)n + 1)
 		return -EIO;
 	for (;;) {
 		ssize_t k;

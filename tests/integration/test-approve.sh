@@ -276,7 +276,10 @@ s = socket.create_connection((host, int(port)), timeout=30)
 s.sendall(b"CONNECT insp.test:443 HTTP/1.1\r\nHost: insp.test:443\r\n\r\n")
 head = b""
 while b"\r\n\r\n" not in head:
-    head += s.recv(1)
+    d = s.recv(1)
+    if not d:
+        raise SystemExit("closed during CONNECT: %r" % head)
+    head += d
 ctx = ssl.create_default_context(cafile=sys.argv[2])
 t = ctx.wrap_socket(s, server_hostname="insp.test")
 req = b"POST /upload HTTP/1.1\r\nHost: insp.test\r\nContent-Length: %d\r\n\r\n%s"

@@ -187,11 +187,17 @@ def exchange(req):
     s.sendall(req)
     buf = b""
     while b"\r\n\r\n" not in buf:
-        buf += s.recv(65536)
+        d = s.recv(65536)
+        if not d:
+            raise SystemExit("closed before the answer's head: %r" % buf)
+        buf += d
     head, rest = buf.split(b"\r\n\r\n", 1)
     cl = int(re.search(rb"Content-Length: (\d+)", head).group(1))
     while len(rest) < cl:
-        rest += s.recv(65536)
+        d = s.recv(65536)
+        if not d:
+            raise SystemExit("closed inside the answer's body: %r" % buf)
+        rest += d
     s.close()
     return rest[:cl].split(b" ")[1].decode()
 inner = b"GET /secret/x HTTP/1.1\r\nHost: cl0.test:87\r\n\r\n"

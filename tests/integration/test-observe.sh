@@ -369,7 +369,10 @@ s = socket.create_connection(("203.0.113.1", 3128), 5)
 s.sendall(b"CONNECT denied.test:443 HTTP/1.1\r\nHost: denied.test:443\r\n\r\n")
 head = b""
 while b"\r\n\r\n" not in head:
-    head += s.recv(1)
+    d = s.recv(1)
+    if not d:
+        raise SystemExit("closed during CONNECT: %r" % head)
+    head += d
 print(head.split(b"\r\n")[0].decode(), flush=True)
 t = ssl.create_default_context(cafile=sys.argv[1]).wrap_socket(s, server_hostname="denied.test")
 t.settimeout(5)
