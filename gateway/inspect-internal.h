@@ -133,6 +133,10 @@ struct up {
 	/* Network side: rq takes what arrives, wq holds what to send. */
 	struct insp_q rq, wq;
 	bool ready; /* handshake done */
+	/* A spare (insp_up_spare) that nothing has been written on: in the
+	 * pool for SPARE_IDLE_MS only; a request that takes it before its
+	 * handshake is done gets a new connection instead if it fails. */
+	bool spare;
 	bool paused;
 	bool eof;    /* the origin closed its side */
 	bool failed; /* TLS failed: its session is not to be resumed */

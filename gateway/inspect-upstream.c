@@ -26,6 +26,12 @@
 #define POOL_MAX 32
 #define POOL_PER_HOST 4
 #define POOL_IDLE_MS 30000
+/* A spare waits less: an origin that closes idle connections sooner than
+ * the pool lets them go would close one under a POST, which is never
+ * sent twice (a connection reused after a GET is no different, but a
+ * spare is what POSTs take). Four seconds is under the shortest idle
+ * limit origins commonly keep (Apache's five). */
+#define SPARE_IDLE_MS 4000
 
 void sl_gw_tls_flush_pool(struct sl_gw *gw)
 {
@@ -191,10 +197,28 @@ void insp_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void up_fail(struct up *up, int status, const char *reason, const char *why)
 {
 	struct insp *in = up->owner;
+	bool again = in && up->spare && !up->ready;
 
 	insp_up_close(up);
-	if (in)
+	if (again) /* a spare taken mid-handshake: nothing went on it */
+		insp_get_upstream(in, true);
+	else if (in)
 		in->ops->up_failed(in, status, reason, why);
+}
+
+/* An idle connection spoke: a session ticket is fine, anything else (or
+ * an error) makes it unusable. false when it was closed. */
+static bool idle_probe(struct up *up)
+{
+	char b[64];
+	int n = SSL_read(up->ssl, b, sizeof(b));
+
+	if (n > 0 || SSL_get_error(up->ssl, n) != SSL_ERROR_WANT_READ) {
+		ERR_clear_error();
+		insp_up_close(up);
+		return false;
+	}
+	return true;
 }
 
 static void up_handshake(struct up *up)
@@ -209,10 +233,16 @@ static void up_handshake(struct up *up)
 	if (r == 1) {
 		up->ready = true;
 		uv_timer_stop(&up->timer);
-		if (up->owner)
+		if (up->owner) {
+			up->spare = false; /* its request goes now */
 			up->owner->ops->up_ready(up->owner);
-		else if (up->pooled) /* a spare, ready before anyone took it */
-			uv_timer_start(&up->timer, up_timer_fired, POOL_IDLE_MS, 0);
+		} else if (up->pooled) {
+			/* A spare, ready before anyone took it: what came with
+			 * the handshake's end is checked as on any idle one. */
+			if ((up->rq.len > 0 || SSL_pending(up->ssl) > 0) && !idle_probe(up))
+				return;
+			uv_timer_start(&up->timer, up_timer_fired, SPARE_IDLE_MS, 0);
+		}
 		return;
 	}
 	e = SSL_get_error(up->ssl, r);
@@ -258,14 +288,8 @@ void insp_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	if (!in) {
-		/* An idle connection spoke (or sent a ticket): a ticket is
-		 * fine, anything else makes it unusable. */
-		char b[64];
-		int n = SSL_read(up->ssl, b, sizeof(b));
-
-		if (n > 0 || SSL_get_error(up->ssl, n) != SSL_ERROR_WANT_READ)
-			insp_up_close(up);
-		else
+		/* An idle connection spoke (or sent a ticket). */
+		if (idle_probe(up))
 			insp_q_release(&up->rq);
 		return;
 	}
@@ -402,7 +426,7 @@ static struct up *pool_take(struct sl_gw_tls *t, const char *host, uint16_t port
 	for (up = t->pool; up; up = up->next)
 		if (up->port == port && strcmp(up->host, host) == 0) {
 			if (!up->ready) {
-				spare = spare ? spare : up;
+				spare = up; /* the last: the oldest, nearest ready */
 				continue;
 			}
 			pool_unlink(up);
@@ -486,12 +510,16 @@ void insp_up_spare(struct insp *in, struct up *old)
 	int len = (int)sizeof(a.addr[0]);
 	struct up *up;
 
+	/* Its address is checked under the policy in force: not a request's
+	 * older one (a reload since it began). */
 	if (!old->ready || !old->tcp_open || old->closing || !pool_has_room(old) ||
+	    in->c->pol != in->c->gw->policy ||
 	    uv_tcp_getpeername(&old->tcp, (struct sockaddr *)&a.addr[0], &len) < 0)
 		return;
 	up = up_new(t, in, old);
 	if (!up)
 		return;
+	up->spare = true;
 	pool_link(up);
 	/* The address old was connected to, checked again as any is. */
 	up_connect(up, in->c, &a);
@@ -509,8 +537,10 @@ void insp_get_upstream(struct insp *in, bool fresh)
 		in->reused = up->ready && (in->head_req || strcmp(c->method, "GET") == 0);
 		up->owner = in;
 		in->up = up;
-		if (up->ready)
+		if (up->ready) {
+			up->spare = false;
 			in->ops->up_ready(in);
+		}
 		return;
 	}
 	in->reused = false;
