@@ -38,7 +38,8 @@
 # default N/10, at least 10), POSTS (default N/5, at least 10); ONLY, a
 # comma-separated subset of keep-alive,new,big,post,post-idle to run; WAYS, of
 # passthrough,inspected,squid (direct always runs); PROFILE=perf
-# (perf record of the gateway, its report after the table) or
+# (perf record of the gateway, its report after the table; PERF_FREQ
+# samples a second, default 2000) or
 # PROFILE=strace (strace -c -f; STRACE_OPTS replaces -c); PROFILE_OUT, a
 # directory to keep perf.data or strace.txt in.
 # Exit: 0 ran, 1 setup failed, 77 skipped (not root, or no nginx).
@@ -423,7 +424,7 @@ chmod 644 "$T/client.py"
 # PROFILE: attached to the gateway for the client's run only, stopped by
 # its pid (SIGINT makes both write their results).
 case "$PROFILE" in
-perf) perf record -q --call-graph dwarf,16384 -F 2000 -o "$T/perf.data" -p "$gw_pid" 2>"$T/prof.err" &
+perf) perf record -q --call-graph dwarf,16384 -F ${PERF_FREQ:-2000} -o "$T/perf.data" -p "$gw_pid" 2>"$T/prof.err" &
 	prof_pid=$! ;;
 strace) strace ${STRACE_OPTS:--c} -f -o "$T/strace.txt" -p "$gw_pid" 2>"$T/prof.err" &
 	prof_pid=$! ;;
