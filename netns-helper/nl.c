@@ -229,6 +229,13 @@ int sl_nl_veth_add(struct sl_nl *nl, const char *name, const char *peer, int pee
 
 	put_ifinfo(nlh, 0);
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	/* One queue each way, on both ends: the kernel's default is one per
+	 * possible CPU, each with its sysfs entries made and removed, and
+	 * veth then cuts the real count back to one, a synchronize_net() per
+	 * end under the RTNL lock (the one queue is all it uses without XDP
+	 * anyway). */
+	mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
+	mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
 	linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
 	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
 	info = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
@@ -237,6 +244,8 @@ int sl_nl_veth_add(struct sl_nl *nl, const char *name, const char *peer, int pee
 	 * attributes (linux/veth.h; drivers/net/veth.c veth_newlink()). */
 	put_ifinfo(nlh, 0);
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, peer);
+	mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
+	mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
 	mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)peer_netns_fd);
 	mnl_attr_nest_end(nlh, peer_nest);
 	mnl_attr_nest_end(nlh, info);
