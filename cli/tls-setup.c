@@ -13,6 +13,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include "macro.h"
@@ -129,6 +130,10 @@ void sl_tls_warm_up(void)
 	 * generator's seeding and the curve's setup, milliseconds that the
 	 * next ones do not pay. */
 	EVP_PKEY_free(EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"));
+	/* And a TLS context: the first one fetches every cipher, digest and
+	 * group from the provider (the store keeps them), half a millisecond
+	 * that the gateway, forked from us, would pay on its way to ready. */
+	SSL_CTX_free(SSL_CTX_new(TLS_method()));
 	ERR_clear_error();
 }
 
