@@ -179,6 +179,21 @@ static size_t trim_slash(const char *s)
 	return n > 1 && s[n - 1] == '/' ? n - 1 : n;
 }
 
+/* Whether path[0..l) is pattern[0..pl) itself, or it with a format
+ * suffix: Rails routes every path as "/admin(.:format)", so /admin.json
+ * runs /admin's action, and Spring MVC's suffix pattern matching (on by
+ * default before 5.3) does the same. A suffix is a '.' and the rest of
+ * the last segment. */
+static bool same_or_suffixed(const char *pattern, size_t pl, const char *path, size_t l)
+{
+	if (l < pl || strncasecmp(path, pattern, pl) != 0)
+		return false;
+	if (l == pl)
+		return true;
+	return pl > 1 && pattern[pl - 1] != '/' && path[pl] == '.' &&
+	       !memchr(path + pl, '/', l - pl);
+}
+
 bool sl_path_match_deny(const char *pattern, bool prefix, const char *path)
 {
 	size_t pl = trim_slash(pattern), l = trim_slash(path);
@@ -189,7 +204,7 @@ bool sl_path_match_deny(const char *pattern, bool prefix, const char *path)
 		if (strncasecmp(path, pattern, full) == 0)
 			return true;
 		/* A prefix "/admin/" also denies "/admin" itself. */
-		return pl < full && l == pl && strncasecmp(path, pattern, pl) == 0;
+		return pl < full && same_or_suffixed(pattern, pl, path, l);
 	}
-	return l == pl && strncasecmp(path, pattern, pl) == 0;
+	return same_or_suffixed(pattern, pl, path, l);
 }

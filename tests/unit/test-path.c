@@ -200,6 +200,16 @@ static void test_deny_match(void **state)
 	assert_false(sl_path_match_deny("/admin/", true, "/administrator"));
 	assert_true(sl_path_match_deny("/", false, "/"));
 	assert_true(sl_path_match_deny("/", true, "/anything"));
+	/* A format suffix (Rails' "(.:format)", Spring's suffix patterns). */
+	assert_true(sl_path_match_deny("/admin", false, "/admin.json"));
+	assert_true(sl_path_match_deny("/admin", false, "/ADMIN.Json/"));
+	assert_true(sl_path_match_deny("/admin/", false, "/admin.xml"));
+	assert_true(sl_path_match_deny("/admin", false, "/admin.tar.gz"));
+	assert_true(sl_path_match_deny("/admin/", true, "/admin.json"));
+	assert_false(sl_path_match_deny("/admin", false, "/admin.json/x"));
+	assert_false(sl_path_match_deny("/admin", false, "/adminx.json"));
+	assert_false(sl_path_match_deny("/admin/", true, "/admin.d/x"));
+	assert_false(sl_path_match_deny("/", false, "/.json"));
 }
 
 int main(void)
