@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "macro.h"
 #include "policy.h"
@@ -198,16 +199,38 @@ static bool allow_paths_ok(const struct sl_rule *r, const struct path_state *ps)
 	return any_path(r, ps->buf) && any_path(r, ps->bare);
 }
 
-/* A deny rule's paths catch the path in either form. */
-static bool deny_paths_hit(const struct sl_rule *r, const struct path_state *ps)
+static bool deny_path_hit(const struct sl_rule *r, const char *path)
 {
 	size_t i;
 
 	for (i = 0; i < r->n_paths; i++)
-		if (sl_path_match_deny(r->paths[i].path, r->paths[i].prefix, ps->buf) ||
-		    sl_path_match_deny(r->paths[i].path, r->paths[i].prefix, ps->bare))
+		if (sl_path_match_deny(r->paths[i].path, r->paths[i].prefix, path))
 			return true;
 	return false;
+}
+
+/* The path, and what a PHP front controller routes it as: behind one
+ * (Laravel, Symfony, CodeIgniter, WordPress), /index.php/admin is the
+ * script /index.php with PATH_INFO /admin, which the framework routes as
+ * /admin; servers split at the first ".php" segment (Apache) or the last
+ * (nginx's usual fastcgi_split_path_info), so every split is tried. */
+static bool deny_path_or_info_hit(const struct sl_rule *r, const char *path)
+{
+	const char *p;
+
+	if (deny_path_hit(r, path))
+		return true;
+	for (p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/'))
+		if (p - path >= 5 && strncasecmp(p - 4, ".php", 4) == 0 && p[-5] != '/' &&
+		    deny_path_hit(r, p))
+			return true;
+	return false;
+}
+
+/* A deny rule's paths catch the path in either form. */
+static bool deny_paths_hit(const struct sl_rule *r, const struct path_state *ps)
+{
+	return deny_path_or_info_hit(r, ps->buf) || deny_path_or_info_hit(r, ps->bare);
 }
 
 /* The method bit ignoring ASCII case, for deny rules: Werkzeug and others

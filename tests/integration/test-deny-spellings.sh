@@ -4,7 +4,10 @@
 # Deny rules that name paths, against spellings a server routes to the
 # denied path: a format suffix (Rails routes every `get "/admin"` as
 # "/admin(.:format)", so /admin.json runs the admin action; Spring MVC's
-# suffix pattern matching, on by default before 5.3, does the same). The
+# suffix pattern matching, on by default before 5.3, does the same), and
+# PATH_INFO behind a PHP front controller (Laravel, Symfony, CodeIgniter
+# route /index.php/admin as /admin; nginx's usual try_files sends it to
+# index.php, and its "location /admin" does not see it). The
 # origin here routes as Rails' router does and logs the action it ran: the
 # evidence is that no denied action ran, and that the gateway refused (403,
 # reason deny-rule) each spelling.
@@ -39,6 +42,11 @@ ROUTES = [("admin#index", r"/admin"), ("internal#index", r"/internal"),
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.path.split("?", 1)[0]
+        # Behind a PHP front controller (Laravel, Symfony, CodeIgniter):
+        # /index.php/admin is SCRIPT_NAME /index.php, PATH_INFO /admin.
+        m = re.match(r"(?i)/(?:[^/]+/)*?[^/]+\.php(/.*)?$", path)
+        if m:
+            path = m.group(1) or "/"
         if len(path) > 1:
             path = path.rstrip("/")
         action = next((a for a, p in ROUTES if re.fullmatch(p + r"(?:\.[^/.?]+)?", path)), None)
@@ -84,8 +92,12 @@ check "the denied path itself: 403" "403" "$(get /admin)"
 for p in /admin.json /Admin.JSON /admin.json/ /admin.xml?x=1 /admin.json\;p=1 /internal.json /internal/5.json; do
 	check "a format suffix on a denied path ($p): 403" "403" "$(get "$p")"
 done
+for p in /index.php/admin /index.php/admin.json /INDEX.PHP/admin/ /public/index.php/internal/5 /index.php/x.php/admin; do
+	check "PATH_INFO behind a front controller ($p): 403" "403" "$(get "$p")"
+done
+check "... and the control: the front controller's own allowed path, 200" "200" "$(get /index.php/public)"
 check "no denied action ran at the origin" "" "$(grep -v 'ran public#index' "$T/rails.log" | grep '^ran ')"
-check "... each refusal audited, by the deny rule" "8" \
+check "... each refusal audited, by the deny rule" "13" \
 	"$(grep '"decision":"deny"' "$T/audit.log" | grep -c '"reason":"deny-rule"')"
 check "the canary saw nothing" "0" "$(world_canary_count)"
 finish

@@ -315,6 +315,14 @@ static void test_deny_paths(void **state)
 	DENY(p, "app.x.com", 443, "GET", "/home/..;/admin", SL_REASON_INVALID_PATH);
 	DENY(p, "app.x.com", 443, "GET", "/x%2fadmin", SL_REASON_INVALID_PATH);
 	DENY(p, "app.x.com", 443, "DELETE", "/home", SL_REASON_DENY_RULE);
+	/* A format suffix, and PATH_INFO behind a PHP front controller. */
+	DENY(p, "app.x.com", 443, "GET", "/admin.json", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "/index.php/admin", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "/app/Index.PHP/admin/users", SL_REASON_DENY_RULE);
+	DENY(p, "app.x.com", 443, "GET", "/index.php/x.php/admin;a=b", SL_REASON_DENY_RULE);
+	ALLOW(p, "app.x.com", 443, "GET", "/index.php/home");
+	ALLOW(p, "app.x.com", 443, "GET", "/.php/admin");
+	ALLOW(p, "app.x.com", 443, "GET", "/index.phpx/admin");
 	sl_policy_free(p);
 }
 
