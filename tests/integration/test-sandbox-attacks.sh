@@ -395,4 +395,35 @@ check "... and, seen from outside, no file in the --rw directory has either bit"
 	"$(find "$T/setid" -perm /6000)"
 check "... the plain one is 0755" "755" "$(stat -c %a "$T/setid/plain")"
 
+# ---- the operator's kernel keyrings ---------------------------------------------
+
+# A session keyring is inherited through fork, exec and setuid, and every
+# key reachable from it is "possessed" by the process, whatever its uid:
+# the possessor's permissions (all of them, for a key added the usual way)
+# apply. An operator's login (pam_keyinit) or a service gives sluice a
+# session keyring of its own; the command must not hold it. keyctl is
+# denied inside, but /proc/keys lists what is possessed, and other kernel
+# interfaces take a possessed key by its serial (AF_ALG's
+# ALG_SET_KEY_BY_KEY_SERIAL uses it as a MAC or cipher key).
+cat >"$T/bin/session.py" <<'PY'
+import ctypes, os, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[platform.machine()]
+SESSION = -3  # KEY_SPEC_SESSION_KEYRING
+if libc.syscall(KEYCTL, 1, b"slt-operator-session") < 0:  # KEYCTL_JOIN_SESSION_KEYRING
+    sys.exit("no session keyring")
+inner = libc.syscall(ADD_KEY, b"keyring", b"slt-operator-ring", None, 0, SESSION)
+for desc, ring in ((b"slt-operator-token", SESSION), (b"slt-operator-nested", inner)):
+    if libc.syscall(ADD_KEY, b"user", desc, b"0123456789abcdef", 16, ring) < 0:
+        sys.exit("add_key failed")
+os.execvp(sys.argv[1], sys.argv[1:])
+PY
+ctl=$(world_host "$PY" "$T/bin/session.py" grep -c slt-operator /proc/keys 2>&1)
+check "(control: sluice's session keyring holds a keyring and keys, 4 in all)" 4 "$ctl"
+out=$(world_host "$PY" "$T/bin/session.py" "$SLUICE" run -- sh -c \
+	'grep slt-operator /proc/keys; echo inside: $(grep -c slt-operator /proc/keys)' 2>&1)
+echo "$out" | sed 's/^/# /'
+check "the command does not possess sluice's session keyring, nor any key in it" \
+	"inside: 0" "$(grep '^inside:' <<<"$out")"
+
 finish
