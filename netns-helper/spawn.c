@@ -23,6 +23,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/keyctl.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -231,6 +232,25 @@ static _Noreturn void init_loop(pid_t cmd, const sigset_t *set)
 	}
 }
 
+/* A session keyring of the sandbox's own, empty and root's, in place of the
+ * one sluice inherited (pam_keyinit's for the operator's login, a
+ * service's): a session keyring survives fork, exec and setuid, and every
+ * key reachable from it is possessed, with the possessor's rights whatever
+ * the uid. keyctl is denied to the command, but /proc/keys lists what it
+ * possesses, and other interfaces take a possessed key by its serial
+ * (AF_ALG's ALG_SET_KEY_BY_KEY_SERIAL uses it as a MAC or cipher key).
+ * Joined while still root, so the new keyring counts against no quota of
+ * the command's uid, whose keyrings are scrubbed apart (user.c). No
+ * keyrings at all (ENOSYS), or keyctl denied to sluice itself by a
+ * container's filter (EPERM, and then to the command too): nothing to
+ * leave. */
+static void own_session_keyring(int efd)
+{
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS &&
+	    errno != EPERM)
+		child_fail(efd, errno, "joining a session keyring of the sandbox's own: %m");
+}
+
 static _Noreturn void init_main(const struct sl_netns_spawn *s, bool born_in_v2, int efd, int go,
 				int alive, pid_t parent)
 {
@@ -246,6 +266,7 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, bool born_in_v2,
 	if (r < 0)
 		child_fail(efd, -r, "%s", err);
 	sl_trace("init joined cgroup");
+	own_session_keyring(efd);
 	if (setns(sl_netns_sandbox_fd(s->sandbox), CLONE_NEWNET) < 0)
 		child_fail(efd, errno, "entering the sandbox's network namespace: %m");
 	if (!getcwd(cwd, sizeof(cwd)))
