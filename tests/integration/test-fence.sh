@@ -270,6 +270,55 @@ out=$(world_host "$SLUICE" attach --pid "$sa_pid" --policy "$T/policy.yaml" 2>&1
 check "attach: a container holding CAP_SYS_ADMIN (not CAP_NET_ADMIN) is refused (exit 2)" 2 "$rc"
 check_has "attach: ... saying why" "has CAP_SYS_ADMIN" "$out"
 check "attach: ... and its namespace is untouched" "" "$(inside "$sa_pid" nft list tables)"
+# No capability held, but CAP_NET_ADMIN still in the bounding set and no
+# no_new_privs (docker run --cap-add NET_ADMIN --user 1000, a dev
+# container's user with sudo): a set-user-ID-root program gives every
+# bounding capability back, and the fence with it. $T/asroot stands for
+# sudo; the container has a link of its own, as a docker container's eth0.
+cc -o "$T/asroot" -x c - <<'C' && chmod 4755 "$T/asroot" || notok "building the sudo stand-in"
+#define _GNU_SOURCE
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	if (argc < 2 || setresgid(0, 0, 0) || setresuid(0, 0, 0))
+		return 1;
+	execv(argv[1], argv + 1);
+	return 127;
+}
+C
+AS1000="setpriv --reuid 1000 --regid 1000 --clear-groups"
+world_host_bg unshare --net sh -c "ip link set lo up; exec $AS1000 sleep 300" >/dev/null 2>&1
+bnd_pid=$!
+extra_pids+=("$bnd_pid")
+wait_netns "$bnd_pid" sleep || notok "the bounding-set container did not start"
+ip -n "$WORLD_HOST" link add "fr$WORLD_ID" type veth peer name cr0 netns "$bnd_pid"
+ip -n "$WORLD_HOST" addr add 192.0.2.1/24 dev "fr$WORLD_ID"
+ip -n "$WORLD_HOST" link set "fr$WORLD_ID" up
+inside "$bnd_pid" sh -c 'ip addr add 192.0.2.2/24 dev cr0 && ip link set cr0 up &&
+	ip route add default via 192.0.2.1' || notok "the bounding-set container's own link"
+echo "# $(grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/$bnd_pid/status | tr '\t\n' '  ')"
+c_bnd=$(world_canary_count)
+if start_attach bnd --pid "$bnd_pid"; then
+	# Attached: what a process of the container can do then.
+	inside "$bnd_pid" $AS1000 "$T/asroot" /bin/sh -c \
+		"nft flush ruleset; ip route replace default via 192.0.2.1 dev cr0" 2>/dev/null
+	inside "$bnd_pid" $AS1000 "$PY" -c '
+import socket
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("'$WORLD_CANARY'", 53))' 2>/dev/null
+	sleep 0.3
+	echo "# attached; then: tables '$(inside "$bnd_pid" nft list tables | tr '\n' ' ')'," \
+		"canary $c_bnd -> $(world_canary_count)"
+	stop_attach >/dev/null 2>&1
+	notok "attach: a container that can regain CAP_NET_ADMIN (bounding set, no no_new_privs) is refused"
+else
+	wait "$spid"
+	check "attach: a container that can regain CAP_NET_ADMIN (bounding set, no no_new_privs) is refused (exit 2)" \
+		2 "$?"
+	check_has "attach: ... saying why" "CAP_NET_ADMIN (in its bounding set" "$(cat "$T/attach-bnd.err")"
+	check_has "attach: ... and what to do" "no-new-privileges" "$(cat "$T/attach-bnd.err")"
+	check "attach: ... and its namespace is untouched" "" "$(inside "$bnd_pid" nft list tables)"
+fi
+check "attach: ... the canary saw nothing from it" "$c_bnd" "$(world_canary_count)"
 world_host_bg unshare --user --map-root-user --net sh -c 'exec sleep 300' >/dev/null 2>&1
 usr_pid=$!
 extra_pids+=("$usr_pid")
