@@ -89,15 +89,21 @@ static const struct {
 };
 
 /* Which of the capability sets of `pid` hold one of fence_breakers (its
- * index in *ret_cap): NULL if none. */
+ * index in *ret_cap): NULL if none. The bounding set counts when the
+ * process may still gain privileges (no no_new_privs): an exec of a
+ * set-user-ID-root program (sudo; `docker run --cap-add NET_ADMIN --user
+ * 1000` leaves one in the bounding set alone), or of anything as root,
+ * gives every bounding capability back. With no_new_privs nothing can be
+ * regained, as under bubblewrap (whose --cap-drop leaves the bounding set
+ * and sets no_new_privs). */
 static const char *fence_breaker_set(pid_t pid, size_t *ret_cap)
 {
-	/* Not the bounding set: a process may keep CAP_NET_ADMIN there and
-	 * still be unable to regain it (bubblewrap's --cap-drop sets
-	 * SECBIT_NOROOT), and /proc does not show securebits. */
-	static const char *const keys[] = {"CapEff:", "CapPrm:", "CapAmb:"};
-	static const char *const names[] = {"effective", "permitted", "ambient"};
-	const char *found = NULL;
+	static const char *const keys[] = {"CapEff:", "CapPrm:", "CapAmb:", "CapBnd:"};
+	static const char *const names[] = {"effective set", "permitted set", "ambient set",
+					    "bounding set, and no no_new_privs: a set-user-ID "
+					    "program such as sudo gives it back"};
+	uint64_t caps[ELEMENTSOF(keys)] = {0};
+	bool nnp = false;
 	char path[64], line[256];
 	FILE *f;
 
@@ -105,24 +111,21 @@ static const char *fence_breaker_set(pid_t pid, size_t *ret_cap)
 	f = fopen(path, "re");
 	if (!f)
 		return NULL;
-	while (!found && fgets(line, sizeof(line), f)) {
-		for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-			size_t k = strlen(keys[i]);
-
-			if (strncmp(line, keys[i], k))
-				continue;
-			uint64_t caps = strtoull(line + k, NULL, 16);
-
-			for (size_t c = 0; !found && c < ELEMENTSOF(fence_breakers); c++)
-				if (caps & (1ull << fence_breakers[c].bit)) {
-					found = names[i];
-					*ret_cap = c;
-				}
-			break;
-		}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "NoNewPrivs:", 11))
+			nnp = strtoul(line + 11, NULL, 10) != 0;
+		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+			if (!strncmp(line, keys[i], strlen(keys[i])))
+				caps[i] = strtoull(line + strlen(keys[i]), NULL, 16);
 	}
 	fclose(f);
-	return found;
+	for (size_t i = 0; i < ELEMENTSOF(keys) - (nnp ? 1 : 0); i++)
+		for (size_t c = 0; c < ELEMENTSOF(fence_breakers); c++)
+			if (caps[i] & (1ull << fence_breakers[c].bit)) {
+				*ret_cap = c;
+				return names[i];
+			}
+	return NULL;
 }
 
 int sl_netns_check_fenceable(int ns_fd, pid_t pid, char *err, size_t errlen)
@@ -174,10 +177,10 @@ int sl_netns_check_fenceable(int ns_fd, pid_t pid, char *err, size_t errlen)
 			continue;
 		proc_comm(p, comm, sizeof(comm));
 		return sl_err(err, errlen, -EPERM,
-			      "%s %d (%s) in it has %s (in its %s set), so it could %s; start the "
+			      "%s %d (%s) in it has %s (in its %s), so it could %s; start the "
 			      "container without it (docker/podman: no --privileged, no --cap-add "
-			      "%s; else drop it: capsh --drop=cap_%s, setpriv --bounding-set -%s "
-			      "--inh-caps -%s)",
+			      "%s, or --security-opt no-new-privileges; else drop it: capsh "
+			      "--drop=cap_%s, setpriv --bounding-set -%s --inh-caps -%s)",
 			      p == pid ? "the target process" : "process", (int)p, comm,
 			      fence_breakers[cap].name, set, fence_breakers[cap].what,
 			      fence_breakers[cap].name + 4, fence_breakers[cap].drop,
