@@ -426,4 +426,19 @@ echo "$out" | sed 's/^/# /'
 check "the command does not possess sluice's session keyring, nor any key in it" \
 	"inside: 0" "$(grep '^inside:' <<<"$out")"
 
+# ---- AF_VSOCK: a way to the hypervisor that no network namespace fences -------
+
+# vsock is not scoped by network namespaces, and nftables never sees it: in
+# a VM with a vsock device (Firecracker, Kata, QEMU's vhost-vsock, WSL2's
+# hv_sock), a socket of the sandbox would reach the host's vsock services
+# (CID 2) past the gateway. Only whether a socket can be made is tried:
+# nothing is sent.
+vsock='import errno, socket
+try: socket.socket(40, socket.SOCK_STREAM); print("vsock: created")
+except OSError as e: print("vsock:", errno.errorcode[e.errno])'
+echo "# outside (the kernel's own): $(world_host "$PY" -c "$vsock" 2>&1)"
+out=$(sandbox -- "$PY" -c "$vsock" 2>&1)
+check "an AF_VSOCK socket cannot be made inside (as on a kernel without vsock)" \
+	"vsock: EAFNOSUPPORT" "$out"
+
 finish
