@@ -22,7 +22,17 @@
  *    executes it there, where no nosuid mount stands in the way, and that
  *    process could then reach a later sandbox given the same uid (ptrace,
  *    signals). openat2, whose mode a filter cannot see, answers ENOSYS;
- *    libc does not use it.
+ *    libc does not use it;
+ *  - AF_VSOCK sockets: vsock is not scoped by network namespaces and no
+ *    nftables hook sees it, so in a VM with a vsock device (Firecracker,
+ *    Kata, QEMU's vhost-vsock, WSL2) it would reach the hypervisor's vsock
+ *    services past the gateway. socket() answers EAFNOSUPPORT, as on a
+ *    kernel without vsock (Docker's profile refuses it too). For the
+ *    32-bit x86 ABI libseccomp also denies socketcall(SYS_SOCKET), whose
+ *    arguments are in memory where a filter cannot see them (int 0x80
+ *    would be a way around): a 32-bit program whose libc makes sockets
+ *    through socketcall() gets none; the direct socket() call of 32-bit
+ *    programs built for Linux >= 4.3 is judged by the family alone.
  * Everything else is allowed: the agent is arbitrary code, and an allowlist
  * would break it. A refused call fails with EPERM (ENOSYS for clone3), so
  * programs see an ordinary error, not a kill.
@@ -32,6 +42,7 @@
 #include <seccomp.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "netns-internal.h"
@@ -107,6 +118,11 @@ static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
 	if (r < 0)
 		return sl_err(err, errlen, r, "seccomp: denying new user namespaces: %s",
+			      strerror(-r));
+	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+			     SCMP_A0_32(SCMP_CMP_EQ, AF_VSOCK));
+	if (r < 0)
+		return sl_err(err, errlen, r, "seccomp: denying AF_VSOCK sockets: %s",
 			      strerror(-r));
 	/* The request is an int: compare its low 32 bits only. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
