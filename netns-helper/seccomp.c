@@ -23,16 +23,20 @@
  *    process could then reach a later sandbox given the same uid (ptrace,
  *    signals). openat2, whose mode a filter cannot see, answers ENOSYS;
  *    libc does not use it;
- *  - AF_VSOCK sockets: vsock is not scoped by network namespaces and no
- *    nftables hook sees it, so in a VM with a vsock device (Firecracker,
- *    Kata, QEMU's vhost-vsock, WSL2) it would reach the hypervisor's vsock
- *    services past the gateway. socket() answers EAFNOSUPPORT, as on a
- *    kernel without vsock (Docker's profile refuses it too). For the
- *    32-bit x86 ABI libseccomp also denies socketcall(SYS_SOCKET), whose
- *    arguments are in memory where a filter cannot see them (int 0x80
- *    would be a way around): a 32-bit program whose libc makes sockets
- *    through socketcall() gets none; the direct socket() call of 32-bit
- *    programs built for Linux >= 4.3 is judged by the family alone.
+ *  - sockets of any family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK:
+ *    some families are not scoped by network namespaces and no nftables
+ *    hook sees them (AF_VSOCK: in a VM with a vsock device, Firecracker,
+ *    Kata, QEMU's vhost-vsock, WSL2, it reaches the hypervisor's services
+ *    past the gateway; AF_QIPCRTR, AF_NFC, AF_CAIF reach hardware), and a
+ *    family a later kernel adds could be another. socket() answers
+ *    EAFNOSUPPORT, as on a kernel without the family (systemd's
+ *    RestrictAddressFamilies does the same; Docker's profile refuses
+ *    AF_VSOCK). For the 32-bit x86 ABI libseccomp also denies
+ *    socketcall(SYS_SOCKET), whose arguments are in memory where a filter
+ *    cannot see them (int 0x80 would be a way around): a 32-bit program
+ *    whose libc makes sockets through socketcall() gets none; the direct
+ *    socket() call of 32-bit programs built for Linux >= 4.3 is judged by
+ *    the family alone.
  * Everything else is allowed: the agent is arbitrary code, and an allowlist
  * would break it. A refused call fails with EPERM (ENOSYS for clone3), so
  * programs see an ordinary error, not a kill.
@@ -95,6 +99,26 @@ static int deny_setid_modes(scmp_filter_ctx ctx, char *err, size_t errlen)
 	return 0;
 }
 
+/* socket() for the four families only (the comment at the top says why):
+ * a rule refuses each value below AF_NETLINK that is none of them, and one
+ * every value from AF_NETLINK + 1 up (an int's high values too: the
+ * comparison is of its 32 bits, unsigned). */
+static int deny_socket_families(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+	int r = 0;
+
+	for (uint32_t f = 0; f < AF_NETLINK && r == 0; f++)
+		if (f != AF_UNIX && f != AF_INET && f != AF_INET6)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+					     SCMP_A0_32(SCMP_CMP_EQ, f));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+				     SCMP_A0_32(SCMP_CMP_GT, AF_NETLINK));
+	if (r < 0)
+		return sl_err(err, errlen, r, "seccomp: limiting socket families: %s", strerror(-r));
+	return 0;
+}
+
 static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 {
 	int r;
@@ -119,11 +143,9 @@ static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	if (r < 0)
 		return sl_err(err, errlen, r, "seccomp: denying new user namespaces: %s",
 			      strerror(-r));
-	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-			     SCMP_A0_32(SCMP_CMP_EQ, AF_VSOCK));
+	r = deny_socket_families(ctx, err, errlen);
 	if (r < 0)
-		return sl_err(err, errlen, r, "seccomp: denying AF_VSOCK sockets: %s",
-			      strerror(-r));
+		return r;
 	/* The request is an int: compare its low 32 bits only. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 			     SCMP_A1_32(SCMP_CMP_EQ, TIOCSTI));

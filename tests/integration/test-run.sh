@@ -119,8 +119,11 @@ try:
     else:
         print("unknown probe " + kind); sys.exit(2)
 except (OSError, socket.timeout) as e:
-    if kind in ("raw", "packet") and getattr(e, "errno", None) != errno.EPERM:
-        out(True, "%s socket failed with %s, not EPERM" % (kind, err(e)))
+    # raw: no CAP_NET_RAW (EPERM); packet: a family the filter refuses
+    # before the kernel asks for it (EAFNOSUPPORT, netns-helper/seccomp.c).
+    want = errno.EPERM if kind == "raw" else errno.EAFNOSUPPORT
+    if kind in ("raw", "packet") and getattr(e, "errno", None) != want:
+        out(True, "%s socket failed with %s, not %s" % (kind, err(e), errno.errorcode[want]))
     out(False, "%s %s: %s" % (kind, " ".join(args), err(e)))
 PY
 chmod 644 "$T/probe.py"
@@ -256,7 +259,7 @@ blocked "UDP to the canary" udp $WORLD_CANARY 9999
 blocked "ICMP echo to the canary" icmp $WORLD_CANARY
 blocked "IPv6 TCP to the canary" tcp6 $WORLD_CANARY6 80
 blocked "raw socket (EPERM)" raw
-blocked "packet socket (EPERM)" packet
+blocked "packet socket (EAFNOSUPPORT: not a family the sandbox has)" packet
 if command -v ping >/dev/null; then
 	out=$(run -- ping -c1 -W1 $WORLD_CANARY 2>&1)
 	rc=$?

@@ -441,4 +441,26 @@ out=$(sandbox -- "$PY" -c "$vsock" 2>&1)
 check "an AF_VSOCK socket cannot be made inside (as on a kernel without vsock)" \
 	"vsock: EAFNOSUPPORT" "$out"
 
+# Nor a socket of any family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK:
+# others are hardware's or the hypervisor's (AF_QIPCRTR, AF_NFC, AF_CAIF),
+# or a later kernel's. Every family number 0..63 (and one far past them),
+# each socket type: what can be made, and what the others answer.
+families='import errno, socket
+made, said = set(), {}
+for fam in list(range(64)) + [4096]:
+    for t in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_SEQPACKET):
+        try:
+            socket.socket(fam, t).close()
+            made.add(fam)
+        except OSError as e:
+            said.setdefault(fam, set()).add(errno.errorcode[e.errno])
+print("made:", " ".join(str(f) for f in sorted(made)))
+print("other answers:", " ".join(sorted(set().union(*(said[f] for f in said if f not in made)))))'
+echo "# outside, as root (the kernel's own): $(world_host "$PY" -c "$families" 2>&1 | tr '\n' ';')"
+out=$(sandbox -- "$PY" -c "$families" 2>&1)
+check "inside, sockets of AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only" "made: 1 2 10 16" \
+	"$(sed -n 1p <<<"$out")"
+check "... every other family answers EAFNOSUPPORT, as a kernel without it would" \
+	"other answers: EAFNOSUPPORT" "$(sed -n 2p <<<"$out")"
+
 finish
