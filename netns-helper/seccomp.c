@@ -115,7 +115,8 @@ static int deny_socket_families(scmp_filter_ctx ctx, char *err, size_t errlen)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
 				     SCMP_A0_32(SCMP_CMP_GT, AF_NETLINK));
 	if (r < 0)
-		return sl_err(err, errlen, r, "seccomp: limiting socket families: %s", strerror(-r));
+		return sl_err(err, errlen, r, "seccomp: limiting socket families: %s",
+			      strerror(-r));
 	return 0;
 }
 
