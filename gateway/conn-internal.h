@@ -98,6 +98,7 @@ struct conn {
 	bool captured;		 /* redirected to us by the sandbox's nftables */
 	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
 	bool tls_seen;		 /* a ClientHello was checked */
+	bool tls_retried;	 /* the server asked for a second one (HelloRetryRequest) */
 	bool inspect;		 /* TLS is (to be) ended here: inspect.c */
 	struct insp *insp;	 /* inspect.c's state, once started */
 	struct conn_splice *splice; /* splice.c's, once an opaque tunnel is spliced */
@@ -254,6 +255,9 @@ int conn_buf_append(struct conn *c, const uv_buf_t *buf, size_t n);
 void conn_maybe_pause(struct conn *c, bool client);
 void conn_half_close(struct conn *c, bool from_client);
 void conn_start_relay(struct conn *c);
+/* The upstream read as the relay reads it (the handler's upstream_read,
+ * if it has one, sees the bytes). */
+void conn_read_upstream(struct conn *c);
 /* The read callback of a request head (or first bytes): gathers c->buf,
  * then the handler's head op (conn_process_head). */
 void conn_head_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);

@@ -22,10 +22,15 @@ static const bool allowed[ST_COUNT][ST_COUNT] = {
 	[ST_IDLE] = {T(ST_HEAD), T(ST_RESPONDING), T(ST_CLOSING)},
 	[ST_RESOLVING] = {T(ST_CONNECTING), T(ST_RESPONDING), T(ST_CLOSING)},
 	/* Plain HTTP and opaque tunnels relay; a CONNECT peeks first. */
-	[ST_CONNECTING] = {T(ST_RELAY), T(ST_PEEK), T(ST_RESPONDING), T(ST_CLOSING)},
+	[ST_CONNECTING] = {T(ST_RELAY), T(ST_PEEK), T(ST_SERVER_HELLO), T(ST_RESPONDING),
+			   T(ST_CLOSING)},
 	/* A hello for the right host: relay or inspect; plain HTTP in the
 	 * tunnel: the CONNECT's exchange is done, its requests follow. */
-	[ST_PEEK] = {T(ST_RELAY), T(ST_INSPECT), T(ST_DONE), T(ST_RESPONDING), T(ST_CLOSING)},
+	[ST_PEEK] = {T(ST_RELAY), T(ST_SERVER_HELLO), T(ST_INSPECT), T(ST_DONE), T(ST_RESPONDING),
+		     T(ST_CLOSING)},
+	/* The server's first record: a HelloRetryRequest has the client's
+	 * second hello peeked (and checked) too; anything else, relay. */
+	[ST_SERVER_HELLO] = {T(ST_PEEK), T(ST_RELAY), T(ST_CLOSING)},
 	/* Kept alive: done; a broken response or body: answered; a pooled
 	 * upstream found closed before it answered: connect again, once. */
 	[ST_RELAY] = {T(ST_DONE), T(ST_RESPONDING), T(ST_CONNECTING), T(ST_CLOSING)},
@@ -45,6 +50,7 @@ static const char *const names[ST_COUNT] = {
 	[ST_RESOLVING] = "RESOLVING",
 	[ST_CONNECTING] = "CONNECTING",
 	[ST_PEEK] = "PEEK",
+	[ST_SERVER_HELLO] = "SERVER_HELLO",
 	[ST_RELAY] = "RELAY",
 	[ST_INSPECT] = "INSPECT",
 	[ST_RESPONDING] = "RESPONDING",

@@ -18,6 +18,7 @@ enum state {
 	ST_RESOLVING,  /* decided; waiting for the resolver */
 	ST_CONNECTING, /* waiting for the upstream connect */
 	ST_PEEK,       /* CONNECT answered: reading the first bytes it carries */
+	ST_SERVER_HELLO, /* a checked ClientHello went up: reading the server's answer */
 	ST_RELAY,      /* bytes flow both ways */
 	ST_INSPECT,    /* TLS ended here, requests decided inside (inspect.c) */
 	ST_RESPONDING, /* writing the gateway's own answer, then closing */

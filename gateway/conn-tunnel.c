@@ -40,6 +40,109 @@ static void relay_with_peeked(struct conn *c)
 	conn_start_relay(c);
 }
 
+/* ---- the server's answer to a checked ClientHello ---- */
+
+/* The random of a ServerHello that is a HelloRetryRequest (RFC 8446 4.1.3). */
+static const uint8_t hrr_random[32] = {
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+};
+
+/* The start of what the server sent: 1 for a HelloRetryRequest, 0 for
+ * anything else (a ServerHello, an alert, not TLS), -EAGAIN for more. A
+ * record header, a handshake header, the version, the random: 43 bytes. */
+static int server_first(const uint8_t *p, size_t n)
+{
+	if (n < 6)
+		return n && p[0] != 22 ? 0 : -EAGAIN;
+	if (p[0] != 22 || p[5] != 2 || ((size_t)p[3] << 8 | p[4]) < 38)
+		return 0; /* not a handshake record, not a ServerHello, too short for one */
+	if (n < 43)
+		return -EAGAIN;
+	return memcmp(p + 11, hrr_random, sizeof(hrr_random)) == 0;
+}
+
+static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void peek_refuse(struct conn *c, const char *reason);
+static const struct conn_handler tunnel_hello_handler;
+
+/* What the server sent first, to the client; then the relay, or (after a
+ * HelloRetryRequest) the client's second hello, peeked as the first was. */
+static void server_first_done(struct conn *c, bool retry)
+{
+	uv_read_stop(conn_upstream(c));
+	c->handler = &conn_tunnel_handler;
+	c->bytes_down += c->len;
+	if (c->len && conn_send_owned(c, true, c->buf, c->len, false) < 0) {
+		c->buf = NULL;
+		conn_close(c);
+		return;
+	}
+	c->buf = NULL;
+	c->len = 0;
+	if (!retry) {
+		if (conn_splice_start(c) != 0)
+			conn_start_relay(c);
+		return;
+	}
+	c->tls_retried = true;
+	conn_set_state(c, ST_PEEK);
+	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, peek_read);
+}
+
+static void hello_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
+{
+	int r;
+
+	if (nread < 0) {
+		free(buf->base);
+		c->reason = "upstream-closed";
+		conn_close(c); /* the origin left before it answered the hello */
+		return;
+	}
+	/* Bounded: 43 bytes decide, and a read that brings them ends it. */
+	if (conn_buf_append(c, buf, (size_t)nread) < 0) {
+		conn_close(c);
+		return;
+	}
+	r = server_first((const uint8_t *)c->buf, c->len);
+	if (r == -EAGAIN)
+		return;
+	if (r == 1 && c->tls_retried) {
+		/* TLS allows one: a second would let a third hello through. */
+		peek_refuse(c, "bad-server-hello");
+		return;
+	}
+	server_first_done(c, r == 1);
+}
+
+/* The checked hello goes upstream, and nothing more flows until the
+ * server's first record says what it is: a HelloRetryRequest makes the
+ * client send a second ClientHello, in the clear as the first, whose
+ * server name a front end takes anew (OpenSSL's servername callback runs
+ * again), so it is held to the decided host too. Opaque rules (protocol:
+ * tcp) and what was not TLS relay at once. */
+static void hello_then_relay(struct conn *c)
+{
+	if (!c->tls_seen || (c->dec.rule && c->dec.rule->opaque)) {
+		relay_with_peeked(c);
+		return;
+	}
+	c->bytes_up += c->len;
+	if (c->len && conn_send_owned(c, false, c->buf, c->len, false) < 0) {
+		c->buf = NULL;
+		conn_close(c);
+		return;
+	}
+	c->buf = NULL;
+	c->len = 0;
+	conn_set_state(c, ST_SERVER_HELLO);
+	c->handler = &tunnel_hello_handler;
+	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
+	conn_read_upstream(c);
+}
+
 /* The CONNECT's tunnel carries plain HTTP: each request in it is decided
  * like a plain-HTTP request through the proxy, with its Host held to the
  * host the CONNECT named (or a front end shared by many sites would serve
@@ -89,9 +192,21 @@ static void peek_refuse(struct conn *c, const char *reason)
 static void peek_check(struct conn *c)
 {
 	struct sl_tls_hello h;
-	size_t skip;
+	size_t skip = 0;
 	int r;
 
+	if (c->tls_retried) {
+		/* The second hello, maybe behind a ChangeCipherSpec record
+		 * (RFC 8446 D.4); nothing else may come now. */
+		static const uint8_t ccs[6] = {0x14, 0x03, 0x03, 0x00, 0x01, 0x01};
+
+		if (c->len < sizeof(ccs) && !memcmp(c->buf, ccs, c->len))
+			return; /* read on */
+		if (!memcmp(c->buf, ccs, sizeof(ccs)))
+			skip = sizeof(ccs);
+		r = sl_tls_parse_client_hello((const uint8_t *)c->buf + skip, c->len - skip, &h);
+		goto parsed;
+	}
 	switch (sl_first_flight(c->buf, c->len, &skip)) {
 	case SL_FLIGHT_MORE:
 		return; /* read on */
@@ -110,6 +225,7 @@ static void peek_check(struct conn *c)
 		break;
 	}
 	r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
+parsed:
 	if (r == -EAGAIN) {
 		if (c->len >= HELLO_MAX)
 			peek_refuse(c, "bad-client-hello");
@@ -140,8 +256,8 @@ static void peek_check(struct conn *c)
 		conn_hand_to(c, CONN_INSPECT);
 		return;
 	}
-	/* A hello for the right host: relay, starting with what we peeked. */
-	relay_with_peeked(c);
+	/* A hello for the right host: it goes, then the server's answer. */
+	hello_then_relay(c);
 }
 
 static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -175,7 +291,7 @@ static void tunnel_connected(struct conn *c)
 	if (c->tunnel && c->captured) {
 		/* What the client already sent (its hello, its banner) goes
 		 * first, then the bytes flow. */
-		relay_with_peeked(c);
+		hello_then_relay(c);
 		return;
 	}
 
@@ -303,6 +419,16 @@ const struct conn_handler conn_tunnel_handler = {
 	.name = "tunnel",
 	.decided = tunnel_decided,
 	.connected = tunnel_connected,
+	.close = tunnel_close,
+	.free = tunnel_free,
+};
+
+/* The same while the server's first record is read (hello_then_relay). */
+static const struct conn_handler tunnel_hello_handler = {
+	.name = "tunnel",
+	.decided = tunnel_decided,
+	.connected = tunnel_connected,
+	.upstream_read = hello_upstream_read,
 	.close = tunnel_close,
 	.free = tunnel_free,
 };

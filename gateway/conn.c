@@ -6,12 +6,11 @@
  *   resolve -> connect (conn-decide.c) -> the handler starts the relay ->
  *   relay both ways with backpressure -> DONE or CLOSED: the audit record
  *
- * The core names no handler: it calls c->handler (conn-internal.h), and
- * every state change goes through conn_set_state(). Every connection has a
- * hard cap on buffered bytes (the head, the peeked hello, each direction's
- * write queue) and on time (the head deadline, the connect timeout, the
- * idle timeout). The struct is freed only when its last libuv handle has
- * closed (CLOSED), and its exchange's record is written then.
+ * The core names no handler: it calls c->handler (conn-internal.h), and every state
+ * change goes through conn_set_state(). Every connection has a hard cap on buffered
+ * bytes (the head, the peeked hello, each direction's write queue) and on time (the
+ * head deadline, the connect timeout, the idle timeout). The struct is freed only when
+ * its last libuv handle has closed (CLOSED), and its exchange's record is written then.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,7 +29,6 @@ static void resume_reading(struct conn *c, bool client);
 static void up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void relay_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void relay_upstream_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 /* ---- lifetime ---- */
 
@@ -341,8 +339,7 @@ static void timer_fired(uv_timer_t *t)
 {
 	struct conn *c = t->data;
 
-	/* The handler first: what the deadline means may be its own (a
-	 * server-first protocol captured, inspect.c's exchanges). */
+	/* The handler first: the deadline may mean its own (a server-first capture, inspect.c). */
 	if (c->handler->timer && c->handler->timer(c))
 		return;
 	switch (c->state) {
@@ -362,6 +359,7 @@ static void timer_fired(uv_timer_t *t)
 		c->reason = "header-timeout";
 		conn_close(c);
 		break;
+	case ST_SERVER_HELLO:
 	case ST_RELAY:
 		/* Allowed, relayed, then quiet for too long: not a refusal. */
 		c->reason = "idle-timeout";
@@ -574,7 +572,12 @@ void conn_start_relay(struct conn *c)
 	}
 	/* One taken from the pool is reading already, and goes on. */
 	if (!c->up->reused)
-		uv_read_start(conn_upstream(c), up_alloc, up_read);
+		conn_read_upstream(c);
+}
+
+void conn_read_upstream(struct conn *c)
+{
+	uv_read_start(conn_upstream(c), up_alloc, up_read);
 }
 
 /* ---- the request head ---- */
