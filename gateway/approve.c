@@ -43,6 +43,7 @@ struct sl_gw_hold {
 	char host[SL_HOST_BUF];
 	uint16_t port;
 	char *path;
+	bool path_cut; /* longer than what was kept of it */
 	uint64_t start_ms, deadline_ms;
 	unsigned timeout_ms;
 	uv_timer_t timer;
@@ -189,6 +190,7 @@ int sl_gw_hold_start(struct sl_gw *gw, void *owner, const struct sl_gw_hold_ops 
 		free(h);
 		return -ENOMEM;
 	}
+	h->path_cut = what->path && strnlen(what->path, SHOW_PATH * 4 + 1) > SHOW_PATH * 4;
 	h->gw = gw;
 	h->owner = owner;
 	h->ops = ops;
@@ -226,6 +228,31 @@ void sl_gw_hold_cancel(struct sl_gw_hold *h)
 		detach(h);
 }
 
+/* The path as pending shows it. One that was cut says so ("..."), as a
+ * cut body does: the operator must not take a prefix for the whole (the
+ * rest, a query carrying data out, goes upstream once approved). The
+ * escape marks its own cut when the escaped form does not fit. */
+static void show_path(const struct sl_gw_hold *h, char *dst, size_t size)
+{
+	size_t n, need = 0;
+
+	if (!h->path) {
+		sl_ctl_escape("-", 1, false, dst, size);
+		return;
+	}
+	n = strlen(h->path);
+	sl_ctl_escape(h->path, n, false, dst, size);
+	if (!h->path_cut)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)h->path[i];
+
+		need += b > 0x20 && b < 0x7f && b != '\\' ? 1 : 4;
+	}
+	if (need + 3 < size)
+		strcat(dst, "...");
+}
+
 static void list_one(struct sl_gw_hold *h, void (*line)(void *data, const char *s), void *data)
 {
 	char sandbox[96], method[64], host[SL_HOST_BUF * 4 + 8], path[SHOW_PATH * 4 + 8];
@@ -253,8 +280,7 @@ static void list_one(struct sl_gw_hold *h, void (*line)(void *data, const char *
 	sl_ctl_escape(h->method, strlen(h->method), false, method, sizeof(method));
 	sl_ctl_escape(h->host, strlen(h->host), false, host, sizeof(host));
 	snprintf(hp, sizeof(hp), "%s:%u", host, h->port);
-	sl_ctl_escape(h->path ? h->path : "-", h->path ? strlen(h->path) : 1, false, path,
-		      sizeof(path));
+	show_path(h, path, sizeof(path));
 	snprintf(out, sizeof(out), "%s %s %s %s %s %s %s %llu %u", h->id, sandbox, method, hp, path,
 		 size, body, (unsigned long long)((now - h->start_ms) / 1000), h->timeout_ms / 1000);
 	line(data, out);
