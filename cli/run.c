@@ -40,6 +40,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -385,6 +386,30 @@ static bool under_rw(const struct run *r, const char *path)
 	return false;
 }
 
+/* `--audit -` is refused (args.c) because the command shares our stdout
+ * and could print lines that read like records; /dev/stdout, /dev/fd/1,
+ * /proc/self/fd/2 or the terminal's own /dev/pts/N are the same stream by
+ * another name. Whatever the path opens, if it is one of the files on
+ * fds 0-2 (which the command gets, or reaches through its pty), the log
+ * is refused. */
+static int check_audit_not_shared(const char *path, char *err, size_t errlen)
+{
+	struct stat a, s;
+
+	if (stat(path, &a) < 0)
+		return 0; /* made by the open: no fd of ours is it */
+	if (S_ISCHR(a.st_mode) && a.st_rdev == makedev(1, 3))
+		return 0; /* /dev/null: nothing read there */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fstat(fd, &s) == 0 && s.st_dev == a.st_dev && s.st_ino == a.st_ino)
+			return sl_err(err, errlen, -EPERM,
+				      "--audit %s: it is this sluice's fd %d, which the command "
+				      "shares and could print records on that look like sluice's; "
+				      "give a file (--audit FILE, or --audit /dev/fd/3 3>FILE)",
+				      path, fd);
+	return 0;
+}
+
 /* The audit log must not lie where the command can write: it could cut
  * records out or add its own. The file may not exist yet: its directory
  * decides. */
@@ -410,7 +435,7 @@ static int check_audit_path(const struct run *r, char *err, size_t errlen)
 			      "--audit %s: it lies under a --rw path, where the command could rewrite "
 			      "the log; write it outside what the sandbox can change",
 			      r->args.audit);
-	return 0;
+	return check_audit_not_shared(r->args.audit, err, errlen);
 }
 
 /* The user's own HOME only when it is bound writable (the operator chose to

@@ -10,6 +10,9 @@
 #   (a query string carrying data out, say) goes upstream once approved.
 # - A request pipelined behind a held one on the same connection: it is
 #   decided and held on its own, never carried by the first's approval.
+# - `sluice run --audit -` is refused (the command shares stdout and could
+#   print lines that read like records); so is the same stream by another
+#   name (/dev/stdout, /dev/fd/1, /proc/self/fd/2, the file stdout is).
 #
 # Usage: test-hunt-audit-attacks.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
@@ -48,6 +51,24 @@ P
 world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" --listen $GW \
 	--resolver "$N:53" --audit "$T/audit.log" --sandbox hunt-$$ || exit 1
 SB=hunt-$$
+
+# ---- the command's own stdout is no audit log, whatever its name ----
+forge='{"ts":"2026-01-01T00:00:00.000Z","sandbox":"x","event":"http","host":"forged.test","decision":"allow"}'
+for spelling in /dev/stdout /dev/fd/1 /proc/self/fd/1 /proc/self/fd/2 "$T/run-out.txt"; do
+	log=$T/run-out.txt
+	[ "$spelling" = /proc/self/fd/2 ] && log=$T/run-err.txt
+	: >"$T/run-out.txt"
+	: >"$T/run-err.txt"
+	"$SLUICE" run --policy "$T/policy.yaml" --audit "$spelling" -- \
+		/bin/sh -c "echo '$forge'; echo '$forge' >&2" >"$T/run-out.txt" 2>"$T/run-err.txt"
+	rc=$?
+	check "sluice run --audit $spelling (its own stdout/stderr): refused, exit 125" "125" "$rc"
+	check_lacks "... and the command wrote no forged record into that log" "forged.test" \
+		"$(cat "$log")"
+done
+"$SLUICE" run --policy "$T/policy.yaml" --audit /dev/fd/3 -- /bin/true 3>>"$T/run-fd3.log" \
+	>/dev/null 2>&1
+check "an fd of the operator's own (--audit /dev/fd/3 3>>FILE) is still taken" "0" "$?"
 
 pending() { "$SLUICE" pending | grep " $SB "; }
 wait_pending() { # wait_pending N: until N of ours wait (bounded)
