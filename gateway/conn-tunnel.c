@@ -202,7 +202,7 @@ static void peek_check(struct conn *c)
 
 		if (c->len < sizeof(ccs) && !memcmp(c->buf, ccs, c->len))
 			return; /* read on */
-		if (!memcmp(c->buf, ccs, sizeof(ccs)))
+		if (c->len >= sizeof(ccs) && !memcmp(c->buf, ccs, sizeof(ccs)))
 			skip = sizeof(ccs);
 		r = sl_tls_parse_client_hello((const uint8_t *)c->buf + skip, c->len - skip, &h);
 		goto parsed;
