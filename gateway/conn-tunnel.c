@@ -42,26 +42,6 @@ static void relay_with_peeked(struct conn *c)
 
 /* ---- the server's answer to a checked ClientHello ---- */
 
-/* The random of a ServerHello that is a HelloRetryRequest (RFC 8446 4.1.3). */
-static const uint8_t hrr_random[32] = {
-    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
-    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
-};
-
-/* The start of what the server sent: 1 for a HelloRetryRequest, 0 for
- * anything else (a ServerHello, an alert, not TLS), -EAGAIN for more. A
- * record header, a handshake header, the version, the random: 43 bytes. */
-static int server_first(const uint8_t *p, size_t n)
-{
-	if (n < 6)
-		return n && p[0] != 22 ? 0 : -EAGAIN;
-	if (p[0] != 22 || p[5] != 2 || ((size_t)p[3] << 8 | p[4]) < 38)
-		return 0; /* not a handshake record, not a ServerHello, too short for one */
-	if (n < 43)
-		return -EAGAIN;
-	return memcmp(p + 11, hrr_random, sizeof(hrr_random)) == 0;
-}
-
 static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void peek_refuse(struct conn *c, const char *reason);
 static const struct conn_handler tunnel_hello_handler;
@@ -106,7 +86,7 @@ static void hello_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *b
 		conn_close(c);
 		return;
 	}
-	r = server_first((const uint8_t *)c->buf, c->len);
+	r = sl_tls_server_first((const uint8_t *)c->buf, c->len);
 	if (r == -EAGAIN)
 		return;
 	if (r == 1 && c->tls_retried) {

@@ -103,3 +103,9 @@ int sl_tls_parse_client_hello_full(const uint8_t *buf, size_t len, struct sl_tls
 
 /* Whether the client's ALPN list (as kept) offers proto, e.g. "http/1.1". */
 bool sl_tls_hello_offers_alpn(const struct sl_tls_hello *hello, const char *proto);
+
+/* The start of what a server sent back to a ClientHello: 1 when it is a
+ * HelloRetryRequest (TLS 1.3: the client sends a second ClientHello),
+ * 0 when it is anything else (a ServerHello, an alert, not TLS), -EAGAIN
+ * when more bytes are needed (at most 43 decide). */
+int sl_tls_server_first(const uint8_t *p, size_t n);

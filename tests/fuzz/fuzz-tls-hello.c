@@ -9,7 +9,9 @@
  *   - every proper prefix of the consumed bytes is -EAGAIN with a want that
  *     is a true lower bound, so waiting for more never misses a hello;
  *   - the result depends on the consumed bytes only, and an error stays the
- *     same error whatever bytes follow.
+ *     same error whatever bytes follow;
+ *   - the check of the server's first bytes (a HelloRetryRequest or not)
+ *     decides within 43 bytes, and a decision never changes with more.
  * The first input byte picks how the rest is fed: as raw bytes; as a
  * handshake body wrapped in one record; or wrapped and split into records of
  * a size the second byte picks. The wrapping spares the fuzzer from learning
@@ -154,10 +156,31 @@ static size_t wrap(const uint8_t *body, size_t n, size_t chunk)
 	return out;
 }
 
+/* The server's first bytes (sl_tls_server_first): 0, 1 or -EAGAIN, never
+ * -EAGAIN past 43 bytes, and once a prefix decides, every longer one says
+ * the same (the tunnel decides on what it has read so far). */
+static void check_server_first(const uint8_t *buf, size_t len)
+{
+	int first = -EAGAIN;
+
+	for (size_t k = 0; k <= len && k <= 64; k++) {
+		int r = sl_tls_server_first(buf, k);
+
+		if (r != 0 && r != 1 && r != -EAGAIN)
+			abort();
+		if (r == -EAGAIN && k >= 43)
+			abort();
+		if (first != -EAGAIN && r != first)
+			abort();
+		first = r;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t n;
 
+	check_server_first(data, size);
 	if (size == 0) {
 		check(data, 0);
 		return 0;
