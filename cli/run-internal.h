@@ -72,7 +72,7 @@ struct run {
 
 /* run-supervise.c: the command's wait status, once it is gone (its pty
  * relayed and the signals in `set`, blocked, forwarded meanwhile). */
-int supervise(struct run *r, const sigset_t *set);
+int sl_run_supervise(struct run *r, const sigset_t *set);
 /* The status to exit with for a wait status: the command's own, 128+N
  * for a signal N, else RUN_EXIT_SETUP. */
-int exit_status(int status);
+int sl_run_exit_status(int status);

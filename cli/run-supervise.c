@@ -172,7 +172,7 @@ static void gateway_event(struct run *r)
 
 /* Wait for the command, relaying its pty and forwarding signals; its wait
  * status. */
-int supervise(struct run *r, const sigset_t *set)
+int sl_run_supervise(struct run *r, const sigset_t *set)
 {
 	_cleanup_close_ int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct relay rl = {.in_eof = r->pty.master < 0 || !isatty(STDIN_FILENO),
@@ -233,7 +233,7 @@ done:
 	return status;
 }
 
-int exit_status(int status)
+int sl_run_exit_status(int status)
 {
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

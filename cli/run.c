@@ -661,7 +661,7 @@ int sl_cmd_run(int argc, char **argv)
 		run_teardown(&r);
 		return ret;
 	}
-	ret = exit_status(supervise(&r, &set));
+	ret = sl_run_exit_status(sl_run_supervise(&r, &set));
 	sl_trace("command exited");
 	if (r.audit_failed)
 		ret = RUN_EXIT_AUDIT;
