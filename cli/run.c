@@ -246,13 +246,12 @@ static void run_teardown(struct run *r)
 	(void)join_job(&r->ca, NULL, 0); /* first: it joins the warm-up */
 	(void)join_job(&r->warm, NULL, 0);
 	(void)join_job(&r->users, NULL, 0);
-	/* The gateway winds down (its last records) while the veth goes: the
-	 * sandbox is cut off before anything else. */
-	sl_serve_gateway_stop_ask(&r->serve);
-	sl_netns_sandbox_release(TAKE_PTR(r->sandbox), &r->releaser);
-	sl_trace("sandbox freed");
 	sl_serve_gateway_stop(&r->serve);
 	sl_trace("gateway stopped");
+
+	/* The veth goes first: the sandbox is cut off before anything else. */
+	sl_netns_sandbox_release(TAKE_PTR(r->sandbox), &r->releaser);
+	sl_trace("sandbox freed");
 	sl_serve_rules_remove(&r->serve);
 	sl_trace("rules removed");
 	/* Whatever is left of the sandbox dies here, before its uid is free.

@@ -399,21 +399,13 @@ static int command(struct sl_serve *t, uint32_t type, uint64_t value, int fd)
 	return sl_fd_send(t->gw_commands, &m, sizeof(m), fd);
 }
 
-void sl_serve_gateway_stop_ask(struct sl_serve *t)
-{
-	if (t->gw_pid <= 0 || t->gw_gone || t->gw_stop_asked)
-		return;
-	t->gw_stop_asked = true;
-	/* The command has exited (or is being ended): the count is final. */
-	if (command(t, SL_SERVE_MSG_STOP, unlogged_now(t), -1) < 0)
-		(void)kill(t->gw_pid, SIGKILL);
-}
-
 void sl_serve_gateway_stop(struct sl_serve *t)
 {
 	if (t->gw_pid > 0 && !t->gw_gone) {
-		sl_serve_gateway_stop_ask(t);
-		if (!wait_readable(t->gw_pidfd, now_ms() + GW_STOP_MS))
+		/* The command has exited (or is being ended): the count is
+		 * final. */
+		if (command(t, SL_SERVE_MSG_STOP, unlogged_now(t), -1) < 0 ||
+		    !wait_readable(t->gw_pidfd, now_ms() + GW_STOP_MS))
 			(void)kill(t->gw_pid, SIGKILL);
 		reap(t);
 		t->gw_gone = true;

@@ -61,7 +61,6 @@ struct sl_serve {
 	bool gw_reaped; /* its wait status is in gw_status */
 	int gw_status;
 	bool gw_gone;	 /* reported dead (or made so): no more events */
-	bool gw_stop_asked;
 	uint64_t reload_seq;
 	/* Its uid and gid, of its own (sl_netns_user_allocate), released once
 	 * it is gone. */
@@ -137,9 +136,6 @@ int sl_serve_gateway_ready(struct sl_serve *s, char *err, size_t errlen);
  * audit record, and exits), wait for it a bounded time, else kill it;
  * release its uid. */
 void sl_serve_gateway_stop(struct sl_serve *s);
-/* Only the asking (once; sl_serve_gateway_stop() then waits): the
- * gateway winds down while the caller goes on with its teardown. */
-void sl_serve_gateway_stop_ask(struct sl_serve *s);
 
 /* What the supervisor polls (POLLIN), -1 once there is nothing to wait
  * for; then sl_serve_gateway_event() says what happened. */
