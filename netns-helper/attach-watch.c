@@ -98,10 +98,11 @@ static const struct {
  * and sets no_new_privs). */
 static const char *fence_breaker_set(pid_t pid, size_t *ret_cap)
 {
+	static const char bounding[] = "bounding set, and no no_new_privs: a set-user-ID "
+				       "program such as sudo gives it back";
 	static const char *const keys[] = {"CapEff:", "CapPrm:", "CapAmb:", "CapBnd:"};
 	static const char *const names[] = {"effective set", "permitted set", "ambient set",
-					    "bounding set, and no no_new_privs: a set-user-ID "
-					    "program such as sudo gives it back"};
+					    bounding};
 	uint64_t caps[ELEMENTSOF(keys)] = {0};
 	bool nnp = false;
 	char path[64], line[256];
