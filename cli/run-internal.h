@@ -66,7 +66,7 @@ struct run {
 	struct sl_netns_releaser releaser; /* the teardown's waiting, after us */
 	/* Made by threads of their own (start_job()): the sandbox's CA, and
 	 * the uids. */
-	struct job ca, users, warm;
+	struct job users, warm;
 	char ca_name[IF_NAMESIZE]; /* the sandbox's host end */
 };
 

@@ -209,41 +209,28 @@ static int join_job(struct job *j, char *err, size_t errlen)
 
 static int warm_up(struct run *r, char *err, size_t errlen)
 {
-	/* The random generator is seeded now, and the CA's key comes from
-	 * it: no core dump of us from here on. */
+	/* The random generator is seeded now; the gateway's process, forked
+	 * from us, reseeds its own before it makes the CA's key (OpenSSL
+	 * notices the fork). No core dump of us from here on: the secrets
+	 * come next. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	sl_tls_warm_up();
 	return 0;
 }
 
-static int make_ca(struct run *r, char *err, size_t errlen)
-{
-	/* After the warm-up, not next to it: the two would build the same
-	 * tables. */
-	(void)join_job(&r->warm, NULL, 0);
-	return sl_tls_make_ca(&r->tls, r->ca_name, err, errlen);
-}
-
-/* The sandbox's own CA, whose key stays in this process, is made by a
- * thread while the main one makes the namespace, the veth and the rules,
- * loads the secrets and builds the environment: key generation, signing
- * and the bundle are milliseconds of CPU. It starts as soon as the slot is
- * taken (the CA and its bundle are named after the host end). */
-static void start_ca(void *data, const char *ifname)
+/* The sandbox's CA is made by the gateway's process, the only one to hold
+ * its key (serve-internal.h, CA): this one writes the bundle the sandbox
+ * trusts, named after the host end, known as soon as the slot is taken. */
+static void name_ca(void *data, const char *ifname)
 {
 	struct run *r = data;
 
 	snprintf(r->ca_name, sizeof(r->ca_name), "%s", ifname);
-	/* The key is secret: no core dump of us from now on (the command
-	 * gets its own setting back when it executes). */
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	start_job(r, &r->ca, make_ca);
 }
 
 static void run_teardown(struct run *r)
 {
 	sl_trace("teardown");
-	(void)join_job(&r->ca, NULL, 0); /* first: it joins the warm-up */
 	(void)join_job(&r->warm, NULL, 0);
 	(void)join_job(&r->users, NULL, 0);
 	sl_serve_gateway_stop(&r->serve);
@@ -418,7 +405,7 @@ static int pick_user(struct run *r, char *err, size_t errlen)
  * the start then overlaps. 0, or RUN_EXIT_SETUP (it said why). */
 static int setup_net(struct run *r)
 {
-	struct sl_netns_sandbox_config cfg = {.slot_taken = start_ca, .slot_data = r};
+	struct sl_netns_sandbox_config cfg = {.slot_taken = name_ca, .slot_data = r};
 	char err[512];
 	int ret;
 
@@ -451,7 +438,7 @@ fail:
 static int setup(struct run *r, const sigset_t *child_mask)
 {
 	int ret, exec_errno = 0;
-	char err[512];
+	char err[512], ca_pem[SL_CA_PEM_MAX + 1];
 
 	ret = sl_serve_gateway_user(&r->serve, err, sizeof(err));
 	if (ret < 0)
@@ -477,10 +464,13 @@ static int setup(struct run *r, const sigset_t *child_mask)
 				goto fail;
 			}
 	}
-	ret = join_job(&r->ca, err, sizeof(err));
+	/* The gateway's process inherits OpenSSL warmed up (the fork is
+	 * made without threads): its CA and TLS setup are then fractions of a
+	 * millisecond, while the sandbox is made. */
+	(void)join_job(&r->warm, NULL, 0);
+	ret = sl_tls_bundle_prepare(&r->tls, r->ca_name, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
-	sl_trace("CA made");
 	for (size_t i = 0; i < r->args.n_trust; i++) {
 		ret = sl_tls_add_trust(&r->tls, r->args.trust[i], err, sizeof(err));
 		if (ret < 0)
@@ -501,6 +491,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	 * system's store, its confinement) runs while the sandbox's init
 	 * builds the command's view; the command waits for both. */
 	r->serve.tls = &r->tls;
+	r->serve.make_ca = r->ca_name;
 	r->serve.upstream_ca = r->args.upstream_ca;
 	r->serve.metrics = r->args.metrics;
 	r->serve.sandbox_writable = r->writable;
@@ -523,7 +514,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	/* The sandbox is made while this process is still single-threaded
 	 * (sl_netns_spawn needs that); the command waits for the gateway's
 	 * READY and our word. */
-	ret = sl_netns_spawn(
+	ret = sl_netns_spawn_start(
 	    &(struct sl_netns_spawn){.sandbox = r->sandbox,
 				     .cgroup = r->cgroup,
 				     .user = r->user,
@@ -542,6 +533,18 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	sl_trace("sandbox spawned");
 	sl_closep(&r->pty.slave);
 	r->pty.slave = -1;
+	/* The bundle's text, while the sandbox's init builds the view (that
+	 * binds the file, empty until now): the command starts only after. */
+	ret = sl_serve_gateway_ca(&r->serve, ca_pem, err, sizeof(err));
+	if (ret == 0)
+		ret = sl_tls_bundle_fill(&r->tls, ca_pem, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
+	sl_trace("CA bundle written");
+	ret = sl_netns_spawn_ready(&r->proc, err, sizeof(err));
+	if (ret < 0)
+		goto fail;
+	sl_trace("command waits");
 	ret = sl_serve_gateway_ready(&r->serve, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
@@ -553,7 +556,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	return 0;
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
-	(void)join_job(&r->ca, NULL, 0);
+	(void)join_job(&r->warm, NULL, 0);
 	if (r->proc.pid > 0) {
 		/* A sandbox made but not run: it exits once its pipes close. */
 		sl_netns_proc_close(&r->proc);

@@ -208,29 +208,74 @@ void sl_serve_gateway_death(const struct sl_serve *t, char *buf, size_t len)
 		snprintf(buf, len, "gone");
 }
 
-/* Until it says READY, or why it cannot serve (its only text, read
- * before it has seen a byte of the sandbox's). */
-static int wait_ready(struct sl_serve *t, char *err, size_t errlen)
-{
+/* The gateway's next message before it serves, into m (any of the kinds
+ * sent then): its length, or -1 (nothing in time, or the channel gone). */
+union setup_msg {
+	struct sl_serve_msg m;
 	struct sl_serve_msg_failed f;
-	char how[64];
-	ssize_t n = -1;
+	struct sl_serve_msg_ca ca;
+};
 
-	if (wait_readable(t->gw_events, now_ms() + GW_SETUP_MS))
-		n = recv(t->gw_events, &f, sizeof(f), MSG_DONTWAIT);
-	if (n == (ssize_t)sizeof(f.m) && f.m.type == SL_SERVE_MSG_READY)
-		return 0;
-	if (n == (ssize_t)sizeof(f) && f.m.type == SL_SERVE_MSG_FAILED) {
-		f.text[sizeof(f.text) - 1] = '\0';
-		snprintf(err, errlen, "%s", f.text);
+static ssize_t setup_msg(struct sl_serve *t, union setup_msg *u)
+{
+	if (!wait_readable(t->gw_events, now_ms() + GW_SETUP_MS))
+		return -1;
+	return recv(t->gw_events, u, sizeof(*u), MSG_DONTWAIT);
+}
+
+/* n bytes of u are not `want`: say why the gateway did not get there
+ * (its FAILED text, or how it went), and kill it. */
+static int setup_failed(struct sl_serve *t, union setup_msg *u, ssize_t n, const char *want,
+			char *err, size_t errlen)
+{
+	char how[64];
+
+	if (n == (ssize_t)sizeof(u->f) && u->m.type == SL_SERVE_MSG_FAILED) {
+		u->f.text[sizeof(u->f.text) - 1] = '\0';
+		snprintf(err, errlen, "%s", u->f.text);
 		kill_gateway(t);
 		return -EPERM;
 	}
 	kill_gateway(t);
+	if (n > 0) {
+		snprintf(err, errlen, "gateway: a message of type %u where %s was due",
+			 (unsigned)u->m.type, want);
+		return -EPROTO;
+	}
 	sl_serve_gateway_death(t, how, sizeof(how));
 	snprintf(err, errlen, "gateway: %s before it served (%s)",
 		 n < 0 && !t->gw_reaped ? "no answer" : "gone", how);
 	return -EIO;
+}
+
+/* Until it says READY, or why it cannot serve (its only text, read
+ * before it has seen a byte of the sandbox's). */
+static int wait_ready(struct sl_serve *t, char *err, size_t errlen)
+{
+	union setup_msg u;
+	ssize_t n = setup_msg(t, &u);
+
+	if (n == (ssize_t)sizeof(u.m) && u.m.type == SL_SERVE_MSG_READY)
+		return 0;
+	return setup_failed(t, &u, n, "READY", err, errlen);
+}
+
+int sl_serve_gateway_ca(struct sl_serve *t, char *pem, char *err, size_t errlen)
+{
+	union setup_msg u;
+	ssize_t n = setup_msg(t, &u);
+
+	if (n != (ssize_t)sizeof(u.ca) || u.m.type != SL_SERVE_MSG_CA)
+		return setup_failed(t, &u, n, "the CA certificate", err, errlen);
+	if (u.m.value > sizeof(u.ca.pem) ||
+	    !sl_ca_pem_is_one_cert(u.ca.pem, (size_t)u.m.value)) {
+		kill_gateway(t);
+		snprintf(err, errlen, "gateway: what it sent as the CA certificate is not one");
+		return -EPROTO;
+	}
+	memcpy(pem, u.ca.pem, (size_t)u.m.value);
+	pem[u.m.value] = '\0';
+	return 0;
 }
 
 static int fork_gateway(struct sl_serve *t, struct sl_serve_child *c, char *err, size_t errlen)
@@ -285,6 +330,7 @@ int sl_serve_gateway_fork(struct sl_serve *t, const struct sl_netns_sandbox *sb,
 	struct sl_serve_child c = {.prog = t->prog,
 				   .resolver = resolver,
 				   .tls = t->tls,
+				   .make_ca = t->make_ca,
 				   .upstream_ca = t->upstream_ca,
 				   .listen_metrics = t->metrics,
 				   .empty_dir = SL_GW_ROOT};

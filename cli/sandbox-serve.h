@@ -36,6 +36,10 @@ struct sl_serve {
 	 * and the CA file origins are verified against (NULL: the system's). */
 	struct sl_tls_setup *tls;
 	const char *upstream_ca;
+	/* The sandbox's CA's name, when the gateway is to make the CA itself
+	 * (tls->ca unset): its certificate then comes back, before READY,
+	 * through sl_serve_gateway_ca(). NULL: tls->ca as it is. */
+	const char *make_ca;
 	/* --metrics ADDR:PORT, served by the gateway on the host (NULL: not). */
 	const char *metrics;
 	/* The paths the sandbox can write (`run --rw`; NULL-terminated, or
@@ -132,6 +136,11 @@ int sl_serve_gateway_fork(struct sl_serve *s, const struct sl_netns_sandbox *sb,
 			  struct sl_policy **policy, const char *audit, const char *resolver,
 			  char *err, size_t errlen);
 int sl_serve_gateway_ready(struct sl_serve *s, char *err, size_t errlen);
+/* Between the two, when s->make_ca was set: wait for the CA certificate the
+ * gateway made (its PEM, NUL-terminated, into pem, which holds
+ * SL_CA_PEM_MAX + 1 bytes), or its error. Anything but one certificate of
+ * the right shape is refused, and the gateway killed. */
+int sl_serve_gateway_ca(struct sl_serve *s, char *pem, char *err, size_t errlen);
 /* Ask the gateway to stop (it closes every connection, each writing its
  * audit record, and exits), wait for it a bounded time, else kill it;
  * release its uid. */

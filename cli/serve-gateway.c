@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The gateway's process of `sluice run` and `sluice attach` (forked by
- * sandbox-serve.c): it sets up what needs no byte of the sandbox's (its
- * loop, the resolver, the gateway with its listeners, TLS and secrets),
+ * sandbox-serve.c): it sets up what needs no byte of the sandbox's (the
+ * sandbox's CA, when asked, its loop, the resolver, the gateway with its
+ * listeners, TLS and secrets),
  * confines itself for good (confine.h: a uid of its own, no capability,
  * no_new_privs, chrooted into an empty directory, non-dumpable, a seccomp
  * allowlist), and only then serves: the proxy and DNS on the host end, the
@@ -454,6 +455,33 @@ static void control_start(struct gw_proc *g, struct sl_serve_child *c)
 	}
 }
 
+/* The sandbox's CA, when the supervisor asked for it: made here, so its key
+ * is only ever in this process; its certificate goes to the supervisor
+ * first thing, for the bundle it writes while this process sets up. */
+static void make_ca(struct gw_proc *g, struct sl_serve_child *c)
+{
+	struct sl_serve_msg_ca m = {.m = {.type = SL_SERVE_MSG_CA}};
+	char why[384], err[480];
+	const char *pem;
+	size_t len;
+
+	if (!c->make_ca || !c->tls)
+		return;
+	if (sl_ca_new(c->make_ca, SL_LEAF_CACHE, &c->tls->ca, why, sizeof(why)) < 0) {
+		snprintf(err, sizeof(err), "gateway: making the sandbox's CA: %s", why);
+		fail(g, err);
+	}
+	pem = sl_ca_cert_pem(c->tls->ca);
+	len = strlen(pem);
+	if (len > sizeof(m.pem))
+		fail(g, "gateway: the sandbox's CA certificate is longer than its message");
+	memcpy(m.pem, pem, len);
+	m.m.value = len;
+	if (sl_fd_send(g->events, &m, sizeof(m), -1) < 0)
+		fail(g, "gateway: cannot hand the CA certificate to the supervisor");
+	sl_trace("gw: CA made");
+}
+
 static void setup(struct gw_proc *g, struct sl_serve_child *c)
 {
 	char err[480], why[400];
@@ -527,6 +555,7 @@ _Noreturn void sl_serve_child_main(struct sl_serve_child *c)
 		fail(&g, text);
 	}
 	sl_trace("gw: started");
+	make_ca(&g, c);
 	setup(&g, c);
 	secrets_settle(c->tls);
 	sl_trace("gw: set up");

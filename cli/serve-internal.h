@@ -4,9 +4,16 @@
  * (serve-gateway.c, confined): two SOCK_SEQPACKET socketpairs whose every
  * message is one fixed-size struct sl_serve_msg, so that the supervisor
  * parses nothing of what the gateway (which reads the sandbox's bytes)
- * could shape beyond a type, a number and an errno.
+ * could shape beyond a type, a number and an errno (and, before it serves,
+ * a certificate of a fixed shape and its setup error's text).
  *
  *   events (gateway -> supervisor; the supervisor never writes there):
+ *     CA            first, when the supervisor asked for the sandbox's CA
+ *                   (sl_serve.make_ca): value, the length of its
+ *                   certificate's PEM, which follows; read only before
+ *                   READY, and taken only if it is one PEM certificate and
+ *                   nothing else (sl_ca_pem_is_one_cert), for the bundle
+ *                   the sandbox trusts. The key never leaves the gateway
  *     READY         set up and confined: serving
  *     FAILED        setup or confinement failed (the only message with a
  *                   text, read only before READY, when no byte of the
@@ -50,6 +57,7 @@ enum sl_serve_msg_type {
 	SL_SERVE_MSG_STOP,
 	SL_SERVE_MSG_CTL_RELOAD,
 	SL_SERVE_MSG_CTL_RELOADED,
+	SL_SERVE_MSG_CA,
 };
 
 struct sl_serve_msg {
@@ -63,6 +71,13 @@ struct sl_serve_msg {
 struct sl_serve_msg_failed {
 	struct sl_serve_msg m;
 	char text[480];
+};
+
+/* CA: the message, then the certificate's PEM (m.value bytes; no NUL
+ * needed). */
+struct sl_serve_msg_ca {
+	struct sl_serve_msg m;
+	char pem[SL_CA_PEM_MAX];
 };
 
 /* What the gateway's process starts from: everything the supervisor made
@@ -80,6 +95,7 @@ struct sl_serve_child {
 	char listen_proxy[32], listen_dns[32];
 	const char *listen_metrics; /* NULL: no --metrics */
 	struct sl_tls_setup *tls;
+	const char *make_ca; /* the sandbox's CA's name: made here, sent as CA */
 	const char *upstream_ca;
 	uid_t uid;
 	gid_t gid;

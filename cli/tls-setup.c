@@ -137,17 +137,12 @@ void sl_tls_warm_up(void)
 	ERR_clear_error();
 }
 
-int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen)
+int sl_tls_bundle_prepare(struct sl_tls_setup *s, const char *sandbox_name, char *err,
+			  size_t errlen)
 {
-	char ebuf[384];
+	_cleanup_close_ int fd = -1;
 	int r;
 
-	r = sl_ca_new(sandbox_name, SL_LEAF_CACHE, &s->ca, ebuf, sizeof(ebuf));
-	if (r < 0) {
-		snprintf(err, errlen, "making the sandbox's CA: %s", ebuf);
-		return r;
-	}
-	sl_trace("CA key and certificate made");
 	if (mkdir("/run/sluice", 0755) < 0 && errno != EEXIST) {
 		r = negative_errno();
 		snprintf(err, errlen, "/run/sluice: %s", strerror(-r));
@@ -184,14 +179,50 @@ int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, 
 		s->bundle = NULL;
 		return -ENOMEM;
 	}
-	/* No fsync: the bundle lives as long as the sandbox (2 ms on a /run
-	 * that is not a tmpfs). */
-	r = sl_ca_write_bundle(s->ca, SL_SYSTEM_ROOTS, s->bundle, false, ebuf, sizeof(ebuf));
-	if (r < 0) {
-		snprintf(err, errlen, "the sandbox's CA bundle: %s", ebuf);
+	/* A new file, empty until sl_tls_bundle_fill(): whatever a killed
+	 * sluice left under the name goes first. */
+	(void)unlink(s->bundle);
+	fd = open(s->bundle, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || fchmod(fd, 0644) < 0) {
+		r = negative_errno();
+		snprintf(err, errlen, "%s: %s", s->bundle, strerror(-r));
 		return r;
 	}
 	return 0;
+}
+
+int sl_tls_bundle_fill(struct sl_tls_setup *s, const char *cert_pem, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	char ebuf[384];
+	int r;
+
+	if (!s->bundle)
+		return 0;
+	fd = open(s->bundle, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	r = fd < 0 ? negative_errno()
+		   : sl_ca_bundle_fill(fd, SL_SYSTEM_ROOTS, cert_pem, s->trust_pem, ebuf,
+				       sizeof(ebuf));
+	if (r < 0)
+		snprintf(err, errlen, "the sandbox's CA bundle %s: %s", s->bundle,
+			 fd < 0 ? strerror(-r) : ebuf);
+	return r;
+}
+
+int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen)
+{
+	char ebuf[384];
+	int r;
+
+	r = sl_ca_new(sandbox_name, SL_LEAF_CACHE, &s->ca, ebuf, sizeof(ebuf));
+	if (r < 0) {
+		snprintf(err, errlen, "making the sandbox's CA: %s", ebuf);
+		return r;
+	}
+	sl_trace("CA key and certificate made");
+	/* No fsync: the bundle lives as long as the sandbox. */
+	r = sl_tls_bundle_prepare(s, sandbox_name, err, errlen);
+	return r < 0 ? r : sl_tls_bundle_fill(s, sl_ca_cert_pem(s->ca), err, errlen);
 }
 
 int sl_tls_open_ca_dir(struct sl_tls_setup *s, const char *dir, char *err, size_t errlen)
@@ -292,12 +323,30 @@ void sl_tls_setup_done(struct sl_tls_setup *s)
 	}
 	free(TAKE_PTR(s->bundle));
 	free(TAKE_PTR(s->bundle_dir));
+	free(TAKE_PTR(s->trust_pem));
+}
+
+/* Append len bytes to s->trust_pem. */
+static int trust_append(struct sl_tls_setup *s, const char *p, size_t len)
+{
+	size_t have = s->trust_pem ? strlen(s->trust_pem) : 0;
+	char *n;
+
+	if (have + len + 2 > SL_TRUST_PEM_MAX)
+		return -EFBIG;
+	n = realloc(s->trust_pem, have + len + 2);
+	if (!n)
+		return -ENOMEM;
+	n[have] = '\n';
+	memcpy(n + have + 1, p, len);
+	n[have + 1 + len] = '\0';
+	s->trust_pem = n;
+	return 0;
 }
 
 int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t errlen)
 {
 	BIO *in = BIO_new_file(path, "r");
-	_cleanup_close_ int fd = -1;
 	unsigned n = 0;
 	X509 *x;
 	int r = 0;
@@ -306,13 +355,6 @@ int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t
 		snprintf(err, errlen, "--trust %s: %s", path, strerror(errno ? errno : EIO));
 		return -(errno ? errno : EIO);
 	}
-	fd = s->bundle ? open(s->bundle, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW) : -1;
-	if (fd < 0) {
-		snprintf(err, errlen, "--trust %s: the sandbox's CA bundle: %s", path,
-			 strerror(s->bundle ? errno : ENOENT));
-		BIO_free(in);
-		return -EIO;
-	}
 	/* Certificates only, each written out again by OpenSSL: whatever else
 	 * the file holds (a private key by mistake) never reaches the bundle. */
 	while ((x = PEM_read_bio_X509(in, NULL, NULL, NULL))) {
@@ -320,14 +362,16 @@ int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t
 		char *pem;
 		long len;
 
-		if (!out || !PEM_write_bio_X509(out, x) || (len = BIO_get_mem_data(out, &pem)) <= 0 ||
-		    write(fd, "\n", 1) != 1 || write(fd, pem, (size_t)len) != len)
+		if (!out || !PEM_write_bio_X509(out, x) || (len = BIO_get_mem_data(out, &pem)) <= 0)
 			r = -EIO;
+		else
+			r = trust_append(s, pem, (size_t)len);
 		BIO_free(out);
 		X509_free(x);
 		if (r < 0) {
-			snprintf(err, errlen, "--trust %s: writing the sandbox's CA bundle failed",
-				 path);
+			snprintf(err, errlen, "--trust %s: %s", path,
+				 r == -EFBIG ? "the certificates of --trust come to more than 16 MiB"
+					     : "re-encoding a certificate failed");
 			BIO_free(in);
 			return r;
 		}

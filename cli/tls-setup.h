@@ -23,6 +23,8 @@
 #define SL_SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
 /* Leaves cached per CA (one per inspected host name). */
 #define SL_LEAF_CACHE 1024
+/* What the certificates of every --trust may come to, in PEM. */
+#define SL_TRUST_PEM_MAX (16u << 20)
 
 /* The variables programs read their trust bundle from (docs/credentials.md). */
 extern const char *const sl_ca_env_vars[];
@@ -32,6 +34,7 @@ struct sl_tls_setup {
 	struct sl_ca *ca;
 	char *bundle_dir; /* made by us, removed by sl_tls_setup_done() */
 	char *bundle;	  /* the bundle's path */
+	char *trust_pem;  /* --trust's certificates, for the bundle; NULL: none */
 	struct {
 		char *name;
 		enum sl_secret_source source;
@@ -61,11 +64,25 @@ int sl_tls_load_secrets(struct sl_tls_setup *s, const struct sl_policy *p, uid_t
 void sl_tls_warm_up(void);
 
 /* A CA of our own for this sandbox (in memory) and its bundle, written to
- * a directory of its own under /run/sluice named after the sandbox. */
+ * a directory of its own under /run/sluice named after the sandbox: what
+ * sl_tls_bundle_prepare() and sl_tls_bundle_fill() do, with the CA made
+ * here. */
 int sl_tls_make_ca(struct sl_tls_setup *s, const char *sandbox_name, char *err, size_t errlen);
 
-/* Add the certificates of a PEM file (`--trust FILE`) to the bundle made
- * above, so the sandbox also trusts origins behind the operator's own CA. */
+/* The bundle's directory under /run/sluice, named after the sandbox (and
+ * us), with the bundle in it as an empty file (s->bundle): a path the
+ * sandbox's view can bind before the CA exists. */
+int sl_tls_bundle_prepare(struct sl_tls_setup *s, const char *sandbox_name, char *err,
+			  size_t errlen);
+
+/* Fill the prepared bundle, in place: the system's roots, cert_pem (the
+ * sandbox's CA), then what sl_tls_add_trust() collected. No bundle
+ * prepared: nothing to do. */
+int sl_tls_bundle_fill(struct sl_tls_setup *s, const char *cert_pem, char *err, size_t errlen);
+
+/* Collect the certificates of a PEM file (`--trust FILE`), each checked and
+ * written out again, for sl_tls_bundle_fill() to add to the bundle, so the
+ * sandbox also trusts origins behind the operator's own CA. */
 int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t errlen);
 
 /* The CA kept in dir (sluice gateway --ca-dir): dir/ca.key, dir/ca.crt and

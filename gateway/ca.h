@@ -71,6 +71,32 @@ const char *sl_ca_cert_pem(const struct sl_ca *ca);
 int sl_ca_write_bundle(const struct sl_ca *ca, const char *roots_file, const char *path,
 		       bool durable, char *err, size_t errlen);
 
+/* The longest CA certificate PEM sl_ca_pem_is_one_cert() takes (a P-256 CA
+ * of ours is about 700 bytes). */
+#define SL_CA_PEM_MAX 2048
+
+/*
+ * Is pem (len bytes, no NUL needed) one PEM certificate and nothing else:
+ * "-----BEGIN CERTIFICATE-----", lines of base64 of at most 64 characters
+ * (padding only at the end), "-----END CERTIFICATE-----", each line ended
+ * by a newline, at most SL_CA_PEM_MAX bytes? What the supervisor takes
+ * from the gateway's process (which makes the sandbox's CA) before it
+ * writes it into the sandbox's bundle: no second certificate, no key, no
+ * text for a PEM reader to skip.
+ */
+bool sl_ca_pem_is_one_cert(const char *pem, size_t len);
+
+/*
+ * Fill fd, a bundle file opened for writing, from its start (what it held
+ * is truncated): roots_file's bytes (NULL or a missing file: none; at most
+ * 16 MiB of a regular file), a newline, cert_pem, then extra (NULL: none).
+ * In place, not by a rename, so that a bind mount of the file made before
+ * (the sandbox's view of it) shows the new text. 0, or a negative errno
+ * with a message in err.
+ */
+int sl_ca_bundle_fill(int fd, const char *roots_file, const char *cert_pem, const char *extra,
+		      char *err, size_t errlen);
+
 /*
  * Make ssl (a server-side SSL, before its handshake) present a leaf
  * certificate for host, which is in normal form: a lower-case DNS name (no

@@ -407,6 +407,14 @@ struct sl_netns_proc {
  */
 int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
 		   size_t errlen);
+/* sl_netns_spawn() in two halves, so that the caller can do something
+ * (without threads) while the sandbox's init builds the view: the child is
+ * made (what sl_netns_spawn_start() returns is only the clone's error),
+ * then sl_netns_spawn_ready() waits until the command waits, or reaps the
+ * child when setup failed (p->pid is then 0, its pipes closed). */
+int sl_netns_spawn_start(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
+			 size_t errlen);
+int sl_netns_spawn_ready(struct sl_netns_proc *p, char *err, size_t errlen);
 int sl_netns_spawn_go(struct sl_netns_proc *p, int *exec_errno, char *err, size_t errlen);
 /* Close the pipes (a command still waiting is aborted). Accepts a proc whose
  * fds are -1. */

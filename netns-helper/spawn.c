@@ -354,14 +354,12 @@ static pid_t clone_init(const struct sl_netns_spawn *s, bool *ret_born_in_v2)
 	return pid;
 }
 
-int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
-		   size_t errlen)
+int sl_netns_spawn_start(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
+			 size_t errlen)
 {
-	struct child_error e = {0};
 	_cleanup_close_ int rfd = -1, wfd = -1, go_r = -1, go_w = -1, alive_r = -1, alive_w = -1;
 	pid_t parent = getpid(), pid;
 	bool born_in_v2;
-	size_t got = 0;
 	int p[2];
 
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -385,10 +383,19 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, ch
 		sl_closep(&alive_w);
 		init_main(s, born_in_v2, wfd, go_r, alive_r, parent);
 	}
-	sl_closep(&wfd);
-	sl_closep(&go_r);
+	/* `alive` stays open for the sandbox's whole life. */
+	*ret = (struct sl_netns_proc){
+	    .pid = pid, .efd = TAKE_FD(rfd), .go = TAKE_FD(go_w), .alive = TAKE_FD(alive_w)};
+	return 0;
+}
+
+int sl_netns_spawn_ready(struct sl_netns_proc *p, char *err, size_t errlen)
+{
+	struct child_error e = {0};
+	size_t got = 0;
+
 	while (got < sizeof(e)) {
-		ssize_t n = read(rfd, (char *)&e + got, sizeof(e) - got);
+		ssize_t n = read(p->efd, (char *)&e + got, sizeof(e) - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -396,17 +403,23 @@ int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, ch
 			break;
 		got += (size_t)n;
 	}
-	if (got == sizeof(e) && e.error == 0) {
-		/* Ready. `alive` stays open for the sandbox's whole life. */
-		*ret = (struct sl_netns_proc){
-		    .pid = pid, .efd = TAKE_FD(rfd), .go = TAKE_FD(go_w), .alive = TAKE_FD(alive_w)};
+	if (got == sizeof(e) && e.error == 0)
 		return 0;
-	}
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	sl_netns_proc_close(p);
+	while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	p->pid = 0;
 	if (got < sizeof(e))
 		return sl_err(err, errlen, -EIO, "the sandboxed child failed during setup");
 	return sl_err(err, errlen, -e.error, "%s", e.msg);
+}
+
+int sl_netns_spawn(const struct sl_netns_spawn *s, struct sl_netns_proc *ret, char *err,
+		   size_t errlen)
+{
+	int r = sl_netns_spawn_start(s, ret, err, errlen);
+
+	return r < 0 ? r : sl_netns_spawn_ready(ret, err, errlen);
 }
 
 int sl_netns_spawn_go(struct sl_netns_proc *p, int *exec_errno, char *err, size_t errlen)

@@ -707,6 +707,114 @@ static void test_bundle(void **state)
 	sl_ca_free(ca);
 }
 
+/* What the supervisor takes from the gateway's process for the bundle: one
+ * PEM certificate, nothing before, after or inside it. */
+static void test_pem_shape(void **state)
+{
+	struct sl_ca *ca = new_ca(4);
+	const char *pem = sl_ca_cert_pem(ca);
+	size_t len = strlen(pem);
+	char buf[2 * SL_CA_PEM_MAX + 64], *p;
+	static const char *const bad[] = {
+	    "",
+	    "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9PVFM\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9P\n\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9=VFM=\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9PV===\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9P VFM=\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----",
+	    "-----BEGIN PRIVATE KEY-----\nUk9PVFM=\n-----END PRIVATE KEY-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----\n"
+	    "-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----\n"
+	    "-----BEGIN PRIVATE KEY-----\nUk9PVFM=\n-----END PRIVATE KEY-----\n",
+	    "text\n-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\r\nUk9PVFM=\r\n-----END CERTIFICATE-----\r\n",
+	};
+
+	(void)state;
+	assert_true(sl_ca_pem_is_one_cert(pem, len));
+	p = "-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----\n";
+	assert_true(sl_ca_pem_is_one_cert(p, strlen(p)));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (sl_ca_pem_is_one_cert(bad[i], strlen(bad[i])))
+			fail_msg("taken: %s", bad[i]);
+	assert_false(sl_ca_pem_is_one_cert(NULL, 0));
+	/* Cut anywhere, it is not one. */
+	for (size_t n = 0; n < len; n++)
+		if (sl_ca_pem_is_one_cert(pem, n))
+			fail_msg("taken when cut to %zu bytes", n);
+	/* A NUL inside, and a line longer than 64 characters. */
+	memcpy(buf, pem, len);
+	buf[40] = '\0';
+	assert_false(sl_ca_pem_is_one_cert(buf, len));
+	memcpy(buf, pem, len);
+	p = strchr(buf + 28, '\n'); /* two lines of base64 made one */
+	assert_non_null(p);
+	memmove(p, p + 1, len - (size_t)(p + 1 - buf));
+	assert_false(sl_ca_pem_is_one_cert(buf, len - 1));
+	/* Longer than SL_CA_PEM_MAX, however well formed. */
+	p = buf + snprintf(buf, sizeof(buf), "-----BEGIN CERTIFICATE-----\n");
+	while ((size_t)(p - buf) < SL_CA_PEM_MAX)
+		p += snprintf(p, 66, "%s\n",
+			      "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB");
+	p += snprintf(p, 32, "-----END CERTIFICATE-----\n");
+	assert_false(sl_ca_pem_is_one_cert(buf, (size_t)(p - buf)));
+	sl_ca_free(ca);
+}
+
+/* The bundle filled in place: an fd opened on it before (as the sandbox's
+ * bind mount of it is made before the CA exists) reads the new text. */
+static void test_bundle_fill(void **state)
+{
+	const char *roots_text = "-----BEGIN CERTIFICATE-----\nUk9PVFM=\n-----END CERTIFICATE-----";
+	struct sl_ca *ca = new_ca(4);
+	char roots[160], bundle[160], err[256], got[8192];
+	int fd, before;
+	ssize_t n;
+	FILE *f;
+
+	(void)state;
+	snprintf(roots, sizeof(roots), "%s/fill-roots.crt", dir);
+	snprintf(bundle, sizeof(bundle), "%s/fill-bundle.crt", dir);
+	f = fopen(roots, "we");
+	assert_non_null(f);
+	fputs(roots_text, f);
+	fclose(f);
+	fd = open(bundle, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "stale text, longer than nothing\n", 32), 32);
+	before = open(bundle, O_RDONLY | O_CLOEXEC);
+	assert_true(before >= 0);
+	if (sl_ca_bundle_fill(fd, roots, sl_ca_cert_pem(ca), "\nEXTRA\n", err, sizeof(err)) < 0)
+		fail_msg("fill: %s", err);
+	n = pread(before, got, sizeof(got) - 1, 0);
+	assert_true(n > 0);
+	got[n] = '\0';
+	assert_memory_equal(got, roots_text, strlen(roots_text));
+	assert_int_equal(got[strlen(roots_text)], '\n');
+	assert_memory_equal(got + strlen(roots_text) + 1, sl_ca_cert_pem(ca),
+			    strlen(sl_ca_cert_pem(ca)));
+	assert_string_equal(got + strlen(roots_text) + 1 + strlen(sl_ca_cert_pem(ca)), "\nEXTRA\n");
+	/* Again, without roots (a missing file is none) and no extra: what
+	 * was there is gone, not left behind the shorter text. */
+	snprintf(roots, sizeof(roots), "%s/no-such-roots.crt", dir);
+	assert_int_equal(sl_ca_bundle_fill(fd, roots, sl_ca_cert_pem(ca), NULL, err, sizeof(err)),
+			 0);
+	n = pread(before, got, sizeof(got) - 1, 0);
+	assert_true(n > 0);
+	got[n] = '\0';
+	assert_int_equal(got[0], '\n');
+	assert_string_equal(got + 1, sl_ca_cert_pem(ca));
+	/* Roots that are not a regular file are an error naming them. */
+	assert_true(sl_ca_bundle_fill(fd, dir, sl_ca_cert_pem(ca), NULL, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, dir));
+	close(before);
+	close(fd);
+	sl_ca_free(ca);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -722,6 +830,8 @@ int main(void)
 	    cmocka_unit_test(test_dir_bad_content),
 	    cmocka_unit_test(test_short_lived_ca),
 	    cmocka_unit_test(test_bundle),
+	    cmocka_unit_test(test_pem_shape),
+	    cmocka_unit_test(test_bundle_fill),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
