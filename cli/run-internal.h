@@ -67,6 +67,7 @@ struct run {
 	/* Made by threads of their own (start_job()): the sandbox's CA, and
 	 * the uids. */
 	struct job users, warm;
+	bool tls_needed; /* a CA and its bundle (not without --policy and --trust) */
 	char ca_name[IF_NAMESIZE]; /* the sandbox's host end */
 };
 

@@ -468,7 +468,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	 * made without threads): its CA and TLS setup are then fractions of a
 	 * millisecond, while the sandbox is made. */
 	(void)join_job(&r->warm, NULL, 0);
-	ret = sl_tls_bundle_prepare(&r->tls, r->ca_name, err, sizeof(err));
+	ret = r->tls_needed ? sl_tls_bundle_prepare(&r->tls, r->ca_name, err, sizeof(err)) : 0;
 	if (ret < 0)
 		goto fail;
 	for (size_t i = 0; i < r->args.n_trust; i++) {
@@ -491,7 +491,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	 * system's store, its confinement) runs while the sandbox's init
 	 * builds the command's view; the command waits for both. */
 	r->serve.tls = &r->tls;
-	r->serve.make_ca = r->ca_name;
+	r->serve.make_ca = r->tls_needed ? r->ca_name : NULL;
 	r->serve.upstream_ca = r->args.upstream_ca;
 	r->serve.metrics = r->args.metrics;
 	r->serve.sandbox_writable = r->writable;
@@ -535,12 +535,14 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	r->pty.slave = -1;
 	/* The bundle's text, while the sandbox's init builds the view (that
 	 * binds the file, empty until now): the command starts only after. */
-	ret = sl_serve_gateway_ca(&r->serve, ca_pem, err, sizeof(err));
-	if (ret == 0)
-		ret = sl_tls_bundle_fill(&r->tls, ca_pem, err, sizeof(err));
-	if (ret < 0)
-		goto fail;
-	sl_trace("CA bundle written");
+	if (r->tls_needed) {
+		ret = sl_serve_gateway_ca(&r->serve, ca_pem, err, sizeof(err));
+		if (ret == 0)
+			ret = sl_tls_bundle_fill(&r->tls, ca_pem, err, sizeof(err));
+		if (ret < 0)
+			goto fail;
+		sl_trace("CA bundle written");
+	}
 	ret = sl_netns_spawn_ready(&r->proc, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
@@ -635,7 +637,13 @@ int sl_cmd_run(int argc, char **argv)
 		r.serve.releaser = &r.releaser;
 	/* OpenSSL's first use, for the CA, and the uids (their passwd and
 	 * group lookups are a millisecond or two) while the network is made. */
-	start_job(&r, &r.warm, warm_up);
+	/* Without --policy nothing is allowed, now or after a reload (there is
+	 * no file to reload): no host is inspected, and no CA is needed, nor a
+	 * bundle (the sandbox trusts the system's roots, as it would anyway).
+	 * --trust still makes a bundle, and --upstream-ca is still checked. */
+	r.tls_needed = r.args.policy || r.args.n_trust || r.args.upstream_ca;
+	if (r.tls_needed)
+		start_job(&r, &r.warm, warm_up);
 	start_job(&r, &r.users, pick_user);
 	ret = setup_net(&r);
 	if (ret > 0) {

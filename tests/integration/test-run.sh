@@ -208,6 +208,25 @@ check "a secret that cannot be read stops it before the command runs (exit $rc: 
 out=$(run --upstream-ca /etc/hostname -- true 2>&1); rc=$?
 check "an --upstream-ca that holds no certificate is refused, not ignored (exit $rc: $out)" \
 	sh -c "[ $rc = 125 ] && echo '$out' | grep -q -- '--upstream-ca /etc/hostname'"
+# The sandbox's CA: with a policy file, its certificate ends the bundle the
+# trust variables name, over the system's path too; without one (nothing
+# can be allowed, even after a reload) there is neither, and the system's
+# roots are what the sandbox sees.
+ca_check='echo "[$SSL_CERT_FILE] [$NODE_EXTRA_CA_CERTS]";
+	cmp -s /etc/ssl/certs/ca-certificates.crt "${SSL_CERT_FILE:-/nonexistent}" && echo over-system
+	openssl crl2pkcs7 -nocrl -certfile /etc/ssl/certs/ca-certificates.crt 2>/dev/null |
+		openssl pkcs7 -print_certs -noout 2>/dev/null | grep -c "^subject=.*sluice sandbox CA"'
+out=$(CREDENTIALS_DIRECTORY=$T/creds run --policy "$T/dev-agent.yaml" -- sh -c "$ca_check" 2>&1)
+check "with --policy the trust variables name the sandbox's bundle ($out)" \
+	grep -q '^\[/run/sluice/ca-[^]]*/ca-bundle.crt\] \[/run/sluice/ca-' <<<"$out"
+check "... which is also at the system's path" grep -qx over-system <<<"$out"
+check "... and holds the sandbox's CA, once" [ "$(tail -n 1 <<<"$out")" = 1 ]
+out=$(run -- sh -c "$ca_check" 2>&1)
+check "without --policy no trust variable is set, and the system's roots hold no CA of ours ($out)" \
+	[ "$(tr '\n' ' ' <<<"$out")" = "[] [] 0 " ]
+run -- cat /etc/ssl/certs/ca-certificates.crt >"$T/inside-roots.crt" 2>&1
+check "... and the sandbox's /etc/ssl/certs/ca-certificates.crt is the host's" \
+	cmp -s /etc/ssl/certs/ca-certificates.crt "$T/inside-roots.crt"
 # The gateway answers on the proxy port: without --policy it denies, says
 # why, and audits it.
 out=$(run --audit "$T/run-audit.log" -- sh -c \

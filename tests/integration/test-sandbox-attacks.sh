@@ -176,8 +176,11 @@ check_has "a mount the command makes (in a user namespace of its own) stays insi
 	"outside: 0" "$out"
 
 # The sandbox's own files (resolv.conf, passwd, the CA bundle) stay on top
-# of a --ro bind of their parent.
-out=$(sandbox --ro /etc/ssl -- sh -c \
+# of a --ro bind of their parent. (A CA and its bundle come with a policy
+# file: a run without one needs neither.)
+printf 'version: 1\nallow:\n  - host: nothing.sandbox-attacks.test\n' >"$T/some.yaml"
+chmod 644 "$T/some.yaml"
+out=$(sandbox --policy "$T/some.yaml" --ro /etc/ssl -- sh -c \
 	'cmp -s /etc/ssl/certs/ca-certificates.crt "$SSL_CERT_FILE" && echo sandbox-bundle || echo host-bundle' 2>&1)
 check "--ro /etc/ssl does not hide the sandbox's CA bundle" sandbox-bundle "$(tail -n 1 <<<"$out")"
 out=$(sandbox --ro /etc -- sh -c 'grep -c "^nameserver 10\.231\." /etc/resolv.conf; whoami' 2>&1)

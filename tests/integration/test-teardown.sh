@@ -58,7 +58,12 @@ mkdir -m 1777 "$T/w"
 # other sluices on the machine.
 POOL=10.232.77.0/24
 NAMES='sl0ae84d'
-run() { world_host "$SLUICE" run --pool "$POOL" "$@"; }
+# A policy file: then each run makes its CA and bundle (a run without one
+# needs neither), which must be gone after it like the rest.
+P=$T/policy.yaml
+printf 'version: 1\nallow:\n  - host: nothing.teardown.test\n' >"$P"
+chmod 644 "$P"
+run() { world_host "$SLUICE" run --pool "$POOL" --policy "$P" "$@"; }
 # What a command line of ours holds, as a pattern that does not match itself.
 MINE="run --pool ${POOL//./[.]}"
 
@@ -107,7 +112,7 @@ host_links0=$(ip -n "$WORLD_HOST" -o link | awk -F': ' '{print $2}' | sort | tr 
 N=20
 rcs= seen= uids=
 for i in $(seq $N); do
-	uids+="$(run -- id -u 2>>"$T/runs.err") "
+	uids+="$(run -- sh -c 'test -s "$SSL_CERT_FILE" || echo no-bundle; id -u' 2>>"$T/runs.err") "
 	rcs+="$? "
 	# Right when it returned: what can be seen is gone.
 	seen+="$(links)$(tables)$(bundles) "
@@ -115,6 +120,7 @@ done
 check "$N runs back to back all exit 0 (none collides with the one before it)" \
 	"$(printf '0 %.0s' $(seq $N))" "$rcs"
 check "... with nothing on stderr" "" "$(cat "$T/runs.err")"
+check "... each with its CA bundle while it ran" 0 "$(grep -o no-bundle <<<"$uids" | grep -c .)"
 check "right after each run: no veth, no host nft table, no CA bundle left" \
 	"$(printf '000 %.0s' $(seq $N))" "$seen"
 if settled; then ok "within a bounded time no process of the runs is left"; else
@@ -134,7 +140,7 @@ check "the commands' uids are released: no lock file of theirs left in /run/slui
 # sandbox's namespace, so that it cannot take the veth with it: the
 # supervisor deletes the veth itself, and nothing is left either.
 rm -f "$T/w/go"
-world_host_bg "$SLUICE" run --pool "$POOL" --rw "$T/w" -- \
+world_host_bg "$SLUICE" run --pool "$POOL" --policy "$P" --rw "$T/w" -- \
 	sh -c "while [ ! -e $T/w/go ]; do sleep 0.02; done" 2>"$T/killed.err"
 spid=$!
 extra_pids+=("$spid")
@@ -196,7 +202,7 @@ links2() { # the sandbox's host end, in either namespace
 world_host_bg env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	strace -o /dev/null -e trace=unlink,unlinkat,rmdir \
 	-e inject=unlink,unlinkat,rmdir:delay_enter=2000000 \
-	"$SLUICE" run --pool "$POOL1" -- sleep 0.5 >"$T/first.out" 2>&1
+	"$SLUICE" run --pool "$POOL1" --policy "$P" -- sleep 0.5 >"$T/first.out" 2>&1
 first=$!
 extra_pids+=("$first")
 seen=
@@ -211,7 +217,7 @@ check "the first sandbox came and its veth went" "yes 0" "$seen $(links2)"
 # other namespace takes it (until then it is refused: no free /30).
 for _ in $(seq 100); do
 	ip netns exec "$H2" nsenter --mount="$WORLD_MNT" -- "$SLUICE" run --pool "$POOL1" \
-		--rw "$T/w" -- sh -c 'echo "bundle $SSL_CERT_FILE"; i=0
+		--policy "$P" --rw "$T/w" -- sh -c 'echo "bundle $SSL_CERT_FILE"; i=0
 			while [ ! -e "$0/first-done" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 			test -s "$SSL_CERT_FILE" && echo "still there"' "$T/w" >"$T/second.out" 2>&1 &
 	second=$!
