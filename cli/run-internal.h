@@ -66,7 +66,8 @@ struct run {
 	struct sl_netns_releaser releaser; /* the teardown's waiting, after us */
 	/* Made by threads of their own (start_job()): the sandbox's CA, and
 	 * the uids. */
-	struct job users, warm;
+	struct job users, warm, filter_job;
+	struct sl_netns_filter filter; /* the command's, built by filter_job */
 	bool tls_needed; /* a CA and its bundle (not without --policy and --trust) */
 	char ca_name[IF_NAMESIZE]; /* the sandbox's host end */
 };

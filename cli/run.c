@@ -218,6 +218,11 @@ static int warm_up(struct run *r, char *err, size_t errlen)
 	return 0;
 }
 
+static int build_filter(struct run *r, char *err, size_t errlen)
+{
+	return sl_netns_filter_build(&r->filter, err, errlen);
+}
+
 /* The sandbox's CA is made by the gateway's process, the only one to hold
  * its key (serve-internal.h, CA): this one writes the bundle the sandbox
  * trusts, named after the host end, known as soon as the slot is taken. */
@@ -233,6 +238,8 @@ static void run_teardown(struct run *r)
 	sl_trace("teardown");
 	(void)join_job(&r->warm, NULL, 0);
 	(void)join_job(&r->users, NULL, 0);
+	(void)join_job(&r->filter_job, NULL, 0);
+	sl_netns_filter_free(&r->filter);
 	sl_serve_gateway_stop(&r->serve);
 	sl_trace("gateway stopped");
 
@@ -468,7 +475,10 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	 * made without threads): its CA and TLS setup are then fractions of a
 	 * millisecond, while the sandbox is made. */
 	(void)join_job(&r->warm, NULL, 0);
-	ret = r->tls_needed ? sl_tls_bundle_prepare(&r->tls, r->ca_name, err, sizeof(err)) : 0;
+	/* And no thread is left at the fork (libseccomp's, say). */
+	ret = join_job(&r->filter_job, err, sizeof(err));
+	if (ret == 0 && r->tls_needed)
+		ret = sl_tls_bundle_prepare(&r->tls, r->ca_name, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
 	for (size_t i = 0; i < r->args.n_trust; i++) {
@@ -526,7 +536,8 @@ static int setup(struct run *r, const sigset_t *child_mask)
 				     .pty = r->pty.slave,
 				     .argv = r->args.argv,
 				     .envp = r->env,
-				     .sigmask = child_mask},
+				     .sigmask = child_mask,
+				     .filter = &r->filter},
 	    &r->proc, err, sizeof(err));
 	if (ret < 0)
 		goto fail;
@@ -559,6 +570,7 @@ static int setup(struct run *r, const sigset_t *child_mask)
 fail:
 	fprintf(stderr, "sluice run: %s\n", err);
 	(void)join_job(&r->warm, NULL, 0);
+	(void)join_job(&r->filter_job, NULL, 0);
 	if (r->proc.pid > 0) {
 		/* A sandbox made but not run: it exits once its pipes close. */
 		sl_netns_proc_close(&r->proc);
@@ -645,6 +657,7 @@ int sl_cmd_run(int argc, char **argv)
 	if (r.tls_needed)
 		start_job(&r, &r.warm, warm_up);
 	start_job(&r, &r.users, pick_user);
+	start_job(&r, &r.filter_job, build_filter);
 	ret = setup_net(&r);
 	if (ret > 0) {
 		run_teardown(&r);

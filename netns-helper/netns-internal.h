@@ -27,3 +27,5 @@ int sl_netns_fs_setup(const struct sl_netns_fs *fs, const struct sl_netns_user *
  * process, which must have no_new_privs set; it is inherited by everything
  * the command forks and cannot be removed. */
 int sl_netns_seccomp_command(char *err, size_t errlen);
+/* Load f (sl_netns_filter_build) the same way. */
+int sl_netns_filter_load(const struct sl_netns_filter *f, char *err, size_t errlen);

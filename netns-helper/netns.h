@@ -356,6 +356,19 @@ const char *sl_netns_bind_refused(const char *path);
 
 /* ---- The command. ---- */
 
+/* The command's system-call filter (seccomp.c), compiled ahead: libseccomp
+ * takes most of a millisecond to build it, which a thread of the caller's
+ * spends while the network is made, not the command on its way to exec. */
+struct sock_filter; /* <linux/filter.h> */
+struct sl_netns_filter {
+	struct sock_filter *insns;
+	unsigned short len;
+};
+
+/* Build it (0, or a negative errno with err saying why); free it. */
+int sl_netns_filter_build(struct sl_netns_filter *f, char *err, size_t errlen);
+void sl_netns_filter_free(struct sl_netns_filter *f);
+
 struct sl_netns_spawn {
 	const struct sl_netns_sandbox *sandbox;
 	const struct sl_netns_cgroup *cgroup; /* NULL: none */
@@ -370,6 +383,9 @@ struct sl_netns_spawn {
 	/* The signal mask the command gets (the caller typically blocks the
 	 * signals it forwards); NULL: empty. */
 	const sigset_t *sigmask;
+	/* The command's filter, built by sl_netns_filter_build(); NULL: the
+	 * command builds it itself. */
+	const struct sl_netns_filter *filter;
 };
 
 /* A started sandbox: its init's pid (in the caller's pid namespace) and the

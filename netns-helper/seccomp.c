@@ -42,12 +42,19 @@
  * programs see an ordinary error, not a kill.
  */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "netns-internal.h"
 #include "util.h"
@@ -159,13 +166,17 @@ static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	return deny_setid_modes(ctx, err, errlen);
 }
 
-int sl_netns_seccomp_command(char *err, size_t errlen)
+/* The filter's rules in a new context (for every ABI of an x86_64 machine),
+ * or NULL with err set. */
+static scmp_filter_ctx command_filter(char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r;
 
-	if (!ctx)
-		return sl_err(err, errlen, -ENOMEM, "seccomp: out of memory");
+	if (!ctx) {
+		sl_err(err, errlen, -ENOMEM, "seccomp: out of memory");
+		return NULL;
+	}
 	/* The same rules for the 32-bit system calls of an x86_64 machine: a
 	 * filter for the native calls alone would leave int 0x80 open. */
 	if (seccomp_arch_native() == SCMP_ARCH_X86_64) {
@@ -174,16 +185,83 @@ int sl_netns_seccomp_command(char *err, size_t errlen)
 			r = seccomp_arch_add(ctx, SCMP_ARCH_X32);
 		if (r < 0 && r != -EEXIST) {
 			seccomp_release(ctx);
-			return sl_err(err, errlen, r, "seccomp: adding the 32-bit ABIs: %s",
-				      strerror(-r));
+			sl_err(err, errlen, r, "seccomp: adding the 32-bit ABIs: %s", strerror(-r));
+			return NULL;
 		}
 	}
-	r = add_rules(ctx, err, errlen);
-	if (r == 0) {
-		r = seccomp_load(ctx);
-		if (r < 0)
-			sl_err(err, errlen, r, "seccomp: loading the filter: %s", strerror(-r));
+	if (add_rules(ctx, err, errlen) < 0) {
+		seccomp_release(ctx);
+		return NULL;
 	}
+	return ctx;
+}
+
+int sl_netns_seccomp_command(char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = command_filter(err, errlen);
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = seccomp_load(ctx);
+	if (r < 0)
+		sl_err(err, errlen, r, "seccomp: loading the filter: %s", strerror(-r));
 	seccomp_release(ctx);
 	return r;
+}
+
+int sl_netns_filter_build(struct sl_netns_filter *f, char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = command_filter(err, errlen);
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	*f = (struct sl_netns_filter){0};
+	if (!ctx)
+		return -EINVAL;
+	/* The program libseccomp would load, as it would load it (2.5 exports
+	 * to an fd only). */
+	fd = memfd_create("sluice-seccomp", MFD_CLOEXEC);
+	r = fd < 0 ? negative_errno() : seccomp_export_bpf(ctx, fd);
+	seccomp_release(ctx);
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = negative_errno();
+	if (r == 0 && (st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) ||
+		       st.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS))
+		r = -EINVAL;
+	if (r < 0)
+		return sl_err(err, errlen, r, "seccomp: building the command's filter: %s",
+			      strerror(-r));
+	f->insns = malloc((size_t)st.st_size);
+	if (!f->insns)
+		return sl_err(err, errlen, -ENOMEM, "seccomp: out of memory");
+	n = pread(fd, f->insns, (size_t)st.st_size, 0);
+	if (n != st.st_size) {
+		sl_netns_filter_free(f);
+		return sl_err(err, errlen, n < 0 ? negative_errno() : -EIO,
+			      "seccomp: reading the command's filter back: %s",
+			      n < 0 ? strerror(errno) : "short read");
+	}
+	f->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+	return 0;
+}
+
+int sl_netns_filter_load(const struct sl_netns_filter *f, char *err, size_t errlen)
+{
+	struct sock_fprog prog = {.len = f->len, .filter = f->insns};
+
+	/* What seccomp_load() does with our context's attributes: no_new_privs
+	 * (set already by the caller, and again here), no flags. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return sl_err(err, errlen, negative_errno(), "seccomp: loading the filter: %m");
+	return 0;
+}
+
+void sl_netns_filter_free(struct sl_netns_filter *f)
+{
+	free(f->insns);
+	*f = (struct sl_netns_filter){0};
 }

@@ -179,7 +179,8 @@ static _Noreturn void command_main(const struct sl_netns_spawn *s, int efd, int 
 	drop_privs(efd, &s->user, 1, -1);
 	/* After no_new_privs (drop_privs sets it): then no privilege is needed
 	 * to load it, and nothing the command runs can shed it. */
-	r = sl_netns_seccomp_command(err, sizeof(err));
+	r = s->filter ? sl_netns_filter_load(s->filter, err, sizeof(err))
+		      : sl_netns_seccomp_command(err, sizeof(err));
 	if (r < 0)
 		child_fail(efd, -r, "%s", err);
 	close_inherited(efd);
