@@ -449,8 +449,9 @@ void sl_serve_gateway_stop(struct sl_serve *t)
 {
 	if (t->gw_pid > 0 && !t->gw_gone) {
 		/* The command has exited (or is being ended): the count is
-		 * final. */
-		if (command(t, SL_SERVE_MSG_STOP, unlogged_now(t), -1) < 0 ||
+		 * final. Read only for an audit log (or --metrics), the one
+		 * use the gateway has for it: two netlink round trips. */
+		if (command(t, SL_SERVE_MSG_STOP, t->audit_on ? unlogged_now(t) : 0, -1) < 0 ||
 		    !wait_readable(t->gw_pidfd, now_ms() + GW_STOP_MS))
 			(void)kill(t->gw_pid, SIGKILL);
 		reap(t);
