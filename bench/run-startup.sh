@@ -4,8 +4,11 @@
 # How long `sluice run -- true` takes from start to exit (namespace, veth,
 # addresses, both nftables rulesets, mount namespace, privilege drop, exec,
 # teardown), next to `unshare -n true` and `bwrap --unshare-net true`,
-# measured in the same run. Reports the median of N runs (default 20) and
-# asserts nothing. Runs as root, inside a namespace it creates and removes.
+# measured in the same run; and `sluice run --policy P -- true` with P a
+# policy of one inspected host (a CA, its bundle and OpenSSL's start-up
+# come with it; without --policy nothing can be allowed, and none is
+# made). Reports the median of N runs (default 20) and asserts nothing.
+# Runs as root, inside a namespace it creates and removes.
 # Then, from N more runs with SLUICE_TRACE set (a timestamp per step on
 # stderr, common/trace.h), the median time between consecutive steps of
 # sluice's own processes (supervisor, the sandbox's init, the gateway).
@@ -26,19 +29,26 @@ N=${2:-20}
 [ -z "$BEFORE" ] || [ -x "$BEFORE" ] || { echo "run-startup.sh: no sluice at $BEFORE" >&2; exit 1; }
 
 H=slt-ns-bench$$
-trap 'ip netns del $H 2>/dev/null' EXIT
+P=$(mktemp -d /tmp/slt-startup.XXXXXX) || exit 1
+trap 'ip netns del $H 2>/dev/null; rm -rf "$P"' EXIT
 ip netns add $H && ip -n $H link set lo up || exit 1
+# A policy with an inspected host (a method rule): what a run for an agent
+# with its model API costs, a CA, its bundle and OpenSSL included.
+printf 'version: 1\nallow:\n  - host: api.startup.test\n    methods: [GET, POST]\n' >"$P/inspect.yaml"
+chmod 755 "$P" && chmod 644 "$P/inspect.yaml"
 
 # Time from inside the namespace, so `ip netns exec` itself is not counted;
 # nsenter gives back our own mount namespace (ip netns exec remounts /sys,
 # which would hide the cgroup hierarchies).
-ip netns exec $H nsenter --mount=/proc/$$/ns/mnt -- python3 - "$SLUICE" "$N" "${BREAKDOWN:-1}" "$BEFORE" <<'PY'
+ip netns exec $H nsenter --mount=/proc/$$/ns/mnt -- python3 - "$SLUICE" "$N" "${BREAKDOWN:-1}" "$BEFORE" "$P/inspect.yaml" <<'PY'
 import os, shutil, statistics, subprocess, sys, time
-sluice, n, breakdown, before = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0", sys.argv[4]
+sluice, n, breakdown, before, policy = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0", sys.argv[4], sys.argv[5]
 cmds = [("sluice run -- true", [sluice, "run", "--", "true"]),
+        ("sluice run --policy P", [sluice, "run", "--policy", policy, "--", "true"]),
         ("unshare -n true", ["unshare", "-n", "true"])]
 if before:
     cmds.append(("sluice before", [before, "run", "--", "true"]))
+    cmds.append(("before --policy P", [before, "run", "--policy", policy, "--", "true"]))
 if shutil.which("bwrap"):
     # bwrap starts from an empty root: give it the host's, read-only.
     cmds.append(("bwrap --unshare-net true", ["bwrap", "--ro-bind", "/", "/", "--unshare-net", "true"]))
@@ -63,8 +73,11 @@ bw = res.get("bwrap --unshare-net true")
 if bw:
     print("sluice run -- true          %.1fx bwrap --unshare-net (the target is <= 3x)" %
           (res["sluice run -- true"] / bw))
+    print("sluice run --policy P       %.1fx bwrap --unshare-net (P: one inspected host)" %
+          (res["sluice run --policy P"] / bw))
     if before:
         print("sluice before               %.1fx bwrap --unshare-net" % (res["sluice before"] / bw))
+        print("before --policy P           %.1fx bwrap --unshare-net" % (res["before --policy P"] / bw))
 if not breakdown:
     sys.exit(0)
 # Per step: the time from the step before (in time order, whichever process
