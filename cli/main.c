@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "openssl-shim.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "unknown"
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	char err[256];
+
 	if (argc < 2) {
 		usage(stderr);
 		return SL_EXIT_USAGE;
@@ -67,6 +70,14 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return SL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "run"))
+		return sl_cmd_run(argc - 1, argv + 1); /* loads OpenSSL if it needs it */
+	/* Every other command as if OpenSSL were linked (few need it, and
+	 * none is started as often as run). */
+	if (sl_ossl_load(err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return SL_EXIT_FAILURE;
 	}
 	if (!strcmp(argv[1], "attach"))
 		return sl_cmd_attach(argc - 1, argv + 1);
@@ -83,8 +94,6 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "ps") || !strcmp(argv[1], "reload") || !strcmp(argv[1], "pending") ||
 	    !strcmp(argv[1], "approve") || !strcmp(argv[1], "deny"))
 		return sl_cmd_control(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "run"))
-		return sl_cmd_run(argc - 1, argv + 1);
 
 	fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
 	usage(stderr);

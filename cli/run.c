@@ -49,6 +49,7 @@
 #include "policy.h"
 #include "pty.h"
 #include "observe.h"
+#include "openssl-shim.h"
 #include "run-internal.h"
 #include "sandbox-serve.h"
 #include "trace.h"
@@ -209,10 +210,15 @@ static int join_job(struct job *j, char *err, size_t errlen)
 
 static int warm_up(struct run *r, char *err, size_t errlen)
 {
-	/* The random generator is seeded now; the gateway's process, forked
-	 * from us, reseeds its own before it makes the CA's key (OpenSSL
-	 * notices the fork). No core dump of us from here on: the secrets
-	 * come next. */
+	/* OpenSSL itself first: loaded here, off the main thread's path
+	 * (openssl-shim.h). The random generator is seeded next; the
+	 * gateway's process, forked from us, reseeds its own before it makes
+	 * the CA's key (OpenSSL notices the fork). No core dump of us from
+	 * here on: the secrets come next. */
+	int ret = sl_ossl_load(err, errlen);
+
+	if (ret < 0)
+		return ret;
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	sl_tls_warm_up();
 	return 0;
@@ -474,9 +480,12 @@ static int setup(struct run *r, const sigset_t *child_mask)
 	/* The gateway's process inherits OpenSSL warmed up (the fork is
 	 * made without threads): its CA and TLS setup are then fractions of a
 	 * millisecond, while the sandbox is made. */
-	(void)join_job(&r->warm, NULL, 0);
+	ret = join_job(&r->warm, err, sizeof(err));
 	/* And no thread is left at the fork (libseccomp's, say). */
-	ret = join_job(&r->filter_job, err, sizeof(err));
+	if (ret == 0)
+		ret = join_job(&r->filter_job, err, sizeof(err));
+	else
+		(void)join_job(&r->filter_job, NULL, 0);
 	if (ret == 0 && r->tls_needed)
 		ret = sl_tls_bundle_prepare(&r->tls, r->ca_name, err, sizeof(err));
 	if (ret < 0)

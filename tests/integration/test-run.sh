@@ -227,6 +227,29 @@ check "without --policy no trust variable is set, and the system's roots hold no
 run -- cat /etc/ssl/certs/ca-certificates.crt >"$T/inside-roots.crt" 2>&1
 check "... and the sandbox's /etc/ssl/certs/ca-certificates.crt is the host's" \
 	cmp -s /etc/ssl/certs/ca-certificates.crt "$T/inside-roots.crt"
+# OpenSSL is loaded only where a CA can be needed (cli/openssl-shim.h):
+# not by a run without --policy, by one with a policy file (and its
+# gateway, forked from it).
+printf 'version: 1\nallow:\n  - host: api.run.test\n    methods: [GET]\n' >"$T/inspect.yaml"
+chmod 644 "$T/inspect.yaml"
+ssl_maps() { # ssl_maps [RUN OPTIONS...]: libssl mappings of the supervisor, its gateway
+	local pid n gw
+	rm -f "$T/w/up" "$T/w/go"
+	runw "$@" -- sh -c "touch $T/w/up; i=0
+		while [ ! -e $T/w/go ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done"
+	pid=$!
+	for _ in $(seq 200); do [ -e "$T/w/up" ] && break; sleep 0.05; done
+	n=$(grep -c 'libssl\.so' "/proc/$pid/maps" 2>/dev/null)
+	gw=$(pgrep -P "$pid" -x sluice-gateway | head -n 1)
+	echo "${n:-none} $([ -n "$gw" ] && grep -c 'libssl\.so' "/proc/$gw/maps")"
+	touch "$T/w/go"
+	wait "$pid"
+}
+out=$(ssl_maps)
+check "a run without --policy does not load OpenSSL, nor does its gateway ($out)" [ "$out" = "0 0" ]
+out=$(ssl_maps --policy "$T/inspect.yaml")
+check "a run with a policy file loads it, and its gateway has it ($out)" \
+	sh -c "set -- $out; [ \"\$1\" -gt 0 ] && [ \"\$2\" -gt 0 ]"
 # The gateway answers on the proxy port: without --policy it denies, says
 # why, and audits it.
 out=$(run --audit "$T/run-audit.log" -- sh -c \
