@@ -58,7 +58,7 @@ bool sl_ca_pem_is_one_cert(const char *pem, size_t len)
 	return col == 0 && body > 0 && body % 4 == 0;
 }
 
-static int write_all(int fd, const void *p, size_t len)
+int sl_ca_write_all(int fd, const void *p, size_t len)
 {
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
@@ -112,7 +112,7 @@ static int copy_roots(int fd, const char *roots_file, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: larger than %u MiB", roots_file, ROOTS_MAX >> 20);
 			return -EFBIG;
 		}
-		r = write_all(fd, buf, (size_t)n);
+		r = sl_ca_write_all(fd, buf, (size_t)n);
 		if (r < 0)
 			return r;
 	}
@@ -132,11 +132,11 @@ int sl_ca_bundle_fill(int fd, const char *roots_file, const char *cert_pem, cons
 	}
 	r = roots_file ? copy_roots(fd, roots_file, err, errlen) : 0;
 	if (r == 0)
-		r = write_all(fd, "\n", 1);
+		r = sl_ca_write_all(fd, "\n", 1);
 	if (r == 0)
-		r = write_all(fd, cert_pem, strlen(cert_pem));
+		r = sl_ca_write_all(fd, cert_pem, strlen(cert_pem));
 	if (r == 0 && extra)
-		r = write_all(fd, extra, strlen(extra));
+		r = sl_ca_write_all(fd, extra, strlen(extra));
 	if (r < 0 && err && errlen && !err[0])
 		snprintf(err, errlen, "writing the bundle: %s", strerror(-r));
 	return r;

@@ -300,22 +300,6 @@ int sl_ca_new(const char *name, size_t max_leaves, struct sl_ca **ret, char *err
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return negative_errno();
-		p = (const char *)p + n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * Read dir's file name (path, for messages) into a new buffer of max + 1
  * bytes, which the caller frees (a secret's with OPENSSL_clear_free(buf,
@@ -450,7 +434,7 @@ static int write_replace(const char *path, const struct iovec *iov, int n, bool 
 	/* mkostemp makes it 0600; the umask must not decide who can read it. */
 	r = fchmod(fd, 0644) < 0 ? negative_errno() : 0;
 	for (i = 0; r == 0 && i < n; i++)
-		r = write_all(fd, iov[i].iov_base, iov[i].iov_len);
+		r = sl_ca_write_all(fd, iov[i].iov_base, iov[i].iov_len);
 	if (r == 0 && durable && fsync(fd) < 0)
 		r = negative_errno();
 	if (r == 0 && rename(tmp, path) < 0)
@@ -495,7 +479,7 @@ static int create_in_dir(struct sl_ca *ca, int dfd, const char *name, const char
 	/* The umask may not loosen (or, for us, tighten) the mode. */
 	r = fchmod(fd, 0600) < 0 ? negative_errno() : 0;
 	if (r == 0)
-		r = write_all(fd, data, (size_t)len);
+		r = sl_ca_write_all(fd, data, (size_t)len);
 	if (r == 0 && fsync(fd) < 0)
 		r = negative_errno();
 	if (r < 0) {

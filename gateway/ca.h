@@ -97,6 +97,9 @@ bool sl_ca_pem_is_one_cert(const char *pem, size_t len);
 int sl_ca_bundle_fill(int fd, const char *roots_file, const char *cert_pem, const char *extra,
 		      char *err, size_t errlen);
 
+/* All of len bytes to fd (EINTR retried): 0, or a negative errno. */
+int sl_ca_write_all(int fd, const void *p, size_t len);
+
 /*
  * Make ssl (a server-side SSL, before its handshake) present a leaf
  * certificate for host, which is in normal form: a lower-case DNS name (no
