@@ -228,6 +228,9 @@ static ssize_t setup_msg(struct sl_serve *t, union setup_msg *u)
 static int setup_failed(struct sl_serve *t, union setup_msg *u, ssize_t n, const char *want,
 			char *err, size_t errlen)
 {
+	/* Asked before it is killed and reaped below: nothing within the
+	 * bound, while it still lived, is no answer (we kill it), not gone. */
+	bool silent = n < 0 && !t->gw_reaped;
 	char how[64];
 
 	if (n == (ssize_t)sizeof(u->f) && u->m.type == SL_SERVE_MSG_FAILED) {
@@ -243,8 +246,8 @@ static int setup_failed(struct sl_serve *t, union setup_msg *u, ssize_t n, const
 		return -EPROTO;
 	}
 	sl_serve_gateway_death(t, how, sizeof(how));
-	snprintf(err, errlen, "gateway: %s before it served (%s)",
-		 n < 0 && !t->gw_reaped ? "no answer" : "gone", how);
+	snprintf(err, errlen, "gateway: %s before it served (%s)", silent ? "no answer" : "gone",
+		 how);
 	return -EIO;
 }
 
