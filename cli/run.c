@@ -277,6 +277,21 @@ static void run_teardown(struct run *r)
 	sl_trace("teardown done");
 }
 
+/* --upstream-ca is read by the gateway's process as it sets up: a FIFO or a
+ * device there would hold it until the setup bound kills it, 30 s later. */
+static int check_upstream_ca(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (!path)
+		return 0;
+	if (stat(path, &st) < 0)
+		return sl_err(err, errlen, -errno, "--upstream-ca %s: %m", path);
+	if (!S_ISREG(st.st_mode))
+		return sl_err(err, errlen, -EINVAL, "--upstream-ca %s: not a regular file", path);
+	return 0;
+}
+
 static int load_policy(struct run *r)
 {
 	if (!r->args.policy)
@@ -616,6 +631,7 @@ int sl_cmd_run(int argc, char **argv)
 	}
 	if (canonical_binds(&r, err, sizeof(err)) < 0 ||
 	    check_audit_path(&r, err, sizeof(err)) < 0 ||
+	    check_upstream_ca(r.args.upstream_ca, err, sizeof(err)) < 0 ||
 	    (r.args.metrics &&
 	     sl_gw_metrics_addr_check(r.args.metrics, true, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "sluice run: %s\n", err);

@@ -208,6 +208,14 @@ check "a secret that cannot be read stops it before the command runs (exit $rc: 
 out=$(run --upstream-ca /etc/hostname -- true 2>&1); rc=$?
 check "an --upstream-ca that holds no certificate is refused, not ignored (exit $rc: $out)" \
 	sh -c "[ $rc = 125 ] && echo '$out' | grep -q -- '--upstream-ca /etc/hostname'"
+# A FIFO there would hold the gateway's setup until its bound (30 s): refused
+# at once, before anything is made.
+mkfifo "$T/ca-fifo"
+start=$(date +%s)
+out=$(run --upstream-ca "$T/ca-fifo" -- true 2>&1); rc=$?
+check "an --upstream-ca that is not a regular file is refused at once (exit $rc: $out)" \
+	sh -c "[ $rc = 125 ] && [ $(($(date +%s) - start)) -lt 10 ] &&
+		echo '$out' | grep -q -- '--upstream-ca $T/ca-fifo: not a regular file'"
 # The sandbox's CA: with a policy file, its certificate ends the bundle the
 # trust variables name, over the system's path too; without one (nothing
 # can be allowed, even after a reload) there is neither, and the system's
