@@ -317,6 +317,12 @@ static _Noreturn void init_main(const struct sl_netns_spawn *s, bool born_in_v2,
 	    close_range((unsigned)alive + 1, ~0u, 0) < 0)
 		_exit(127);
 	drop_privs(-1, &s->user, parent, alive);
+	/* Our memory is a copy of sluice's (the secrets it read, its
+	 * environment, the command's own stays only until its exec): never
+	 * dumpable. The uid change left that to fs.suid_dumpable, and at 1
+	 * the command, our uid, could ptrace us and read it. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		_exit(127);
 	init_loop(cmd, &set);
 }
 
