@@ -241,8 +241,8 @@ static int setup_failed(struct sl_serve *t, union setup_msg *u, ssize_t n, const
 	}
 	kill_gateway(t);
 	if (n > 0) {
-		snprintf(err, errlen, "gateway: a message of type %u where %s was due",
-			 (unsigned)u->m.type, want);
+		snprintf(err, errlen, "gateway: a message of type %u and %zd bytes where %s was due",
+			 (unsigned)u->m.type, n, want);
 		return -EPROTO;
 	}
 	sl_serve_gateway_death(t, how, sizeof(how));
