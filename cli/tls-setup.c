@@ -369,9 +369,13 @@ int sl_tls_add_trust(struct sl_tls_setup *s, const char *path, char *err, size_t
 		BIO_free(out);
 		X509_free(x);
 		if (r < 0) {
-			snprintf(err, errlen, "--trust %s: %s", path,
-				 r == -EFBIG ? "the certificates of --trust come to more than 16 MiB"
-					     : "re-encoding a certificate failed");
+			const char *why = "re-encoding a certificate failed";
+
+			if (r == -EFBIG)
+				why = "the certificates of --trust come to more than 16 MiB";
+			else if (r == -ENOMEM)
+				why = "out of memory";
+			snprintf(err, errlen, "--trust %s: %s", path, why);
 			BIO_free(in);
 			return r;
 		}
