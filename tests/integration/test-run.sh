@@ -18,7 +18,7 @@ if [ "$(id -u)" != 0 ]; then
 	[ "${CI:-}" = true ] && { echo "not ok - not root under CI"; exit 1; }
 	exit 77
 fi
-for tool in ip nft nsenter python3 setpriv; do
+for tool in ip nft nsenter python3 setpriv cc openssl; do
 	command -v "$tool" >/dev/null || { echo "not ok - $tool is not installed"; exit 1; }
 done
 [ -x "$SLUICE" ] || { echo "not ok - no sluice binary at $SLUICE"; exit 1; }
@@ -258,6 +258,34 @@ check "a run without --policy does not load OpenSSL, nor does its gateway ($out)
 out=$(ssl_maps --policy "$T/inspect.yaml")
 check "a run with a policy file loads it, and its gateway has it ($out)" \
 	sh -c "set -- $out; [ \"\$1\" -gt 0 ] && [ \"\$2\" -gt 0 ]"
+# A gateway taken over (lib/forge-ca.c, preloaded) hands the supervisor
+# something else as the CA's certificate: a second certificate after it, a
+# line before it, a length beyond the message. The supervisor takes none
+# of it into the bundle the sandbox trusts: the run ends (125) before the
+# command runs, saying why, and leaves no bundle behind. The shim's own
+# control ("keep") runs, so the forgeries were made on the real message.
+cc -shared -fPIC -O2 -o "$T/forge-ca.so" "$here/lib/forge-ca.c" -ldl || echo "not ok - building forge-ca.so"
+bundles() { find /run/sluice -maxdepth 1 -name 'ca-*' 2>/dev/null | grep -c .; }
+forged() { # forged MODE: "rc ran seen bundles-left"; what run said in $T/forged.out
+	local b0 rc
+	rm -f "$T/w/ran" "$T/forge-seen"
+	b0=$(bundles)
+	world_host env LD_PRELOAD="$T/forge-ca.so" SLT_FORGE="$1" SLT_FORGE_SEEN="$T/forge-seen" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		"$SLUICE" run --ro "$T" --rw "$T/w" --policy "$T/inspect.yaml" -- touch "$T/w/ran" \
+		>"$T/forged.out" 2>&1
+	rc=$?
+	echo "$rc $([ -e "$T/w/ran" ] && echo ran || echo not-run) $([ -e "$T/forge-seen" ] && echo seen) $(($(bundles) - b0))"
+}
+got=$(forged keep)
+check "control: the preloaded gateway's unchanged certificate is taken ($got: $(cat "$T/forged.out"))" \
+	[ "$got" = "0 ran seen 0" ]
+for how in two text long; do
+	got=$(forged $how)
+	check "a gateway that sends a forged CA certificate ($how) is refused before the command runs ($got: $(cat "$T/forged.out"))" \
+		sh -c "[ '$got' = '125 not-run seen 0' ] &&
+			grep -q 'what it sent as the CA certificate is not one' '$T/forged.out'"
+done
 # The gateway answers on the proxy port: without --policy it denies, says
 # why, and audits it.
 out=$(run --audit "$T/run-audit.log" -- sh -c \
