@@ -208,7 +208,7 @@ void sl_serve_gateway_death(const struct sl_serve *t, char *buf, size_t len)
 		snprintf(buf, len, "gone");
 }
 
-/* The gateway's next message before it serves, into m (any of the kinds
+/* The gateway's next message before it serves, into u (any of the kinds
  * sent then): its length, or -1 (nothing in time, or the channel gone). */
 union setup_msg {
 	struct sl_serve_msg m;
