@@ -75,6 +75,50 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
+/* The sandbox's leg is a veth inside this host: its cipher protects the
+ * bytes from nobody the gateway's own memory does not already lie open to
+ * (the client holds the keys; only root sees the link). There the fastest
+ * suite wins, by our preference, not the client's: AES-128-GCM costs the
+ * gateway and the client about 40 % less than AES-256-GCM (which OpenSSL's
+ * clients put first) per byte re-encrypted. The set of TLS 1.3 suites is
+ * still the one the system's OpenSSL configuration allows, only reordered;
+ * ChaCha20 is kept first for a client that asks for it first (one without
+ * AES instructions). The origin's leg leaves the host: its offer is the
+ * system's, untouched. */
+static int prefer_fast_suite(SSL_CTX *ctx)
+{
+	static const char fast[] = "TLS_AES_128_GCM_SHA256";
+	STACK_OF(SSL_CIPHER) *sk = SSL_CTX_get_ciphers(ctx);
+	char list[512];
+	size_t len = sizeof(fast) - 1;
+	bool has_fast = false;
+	int i;
+
+	memcpy(list, fast, len + 1);
+	for (i = 0; sk && i < sk_SSL_CIPHER_num(sk); i++) {
+		const SSL_CIPHER *c = sk_SSL_CIPHER_value(sk, i);
+		const char *name = SSL_CIPHER_get_name(c);
+		int n;
+
+		if (!name || strcmp(SSL_CIPHER_get_version(c), "TLSv1.3") != 0)
+			continue;
+		if (!strcmp(name, fast)) {
+			has_fast = true;
+			continue;
+		}
+		n = snprintf(list + len, sizeof(list) - len, ":%s", name);
+		if (n < 0 || (size_t)n >= sizeof(list) - len)
+			return 0; /* more suites than we know: the order stays */
+		len += (size_t)n;
+	}
+	if (!has_fast)
+		return 0; /* not allowed here: nothing to prefer */
+	if (SSL_CTX_set_ciphersuites(ctx, list) != 1)
+		return -1;
+	SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
+	return 0;
+}
+
 /* The system's store as OpenSSL finds it (SSL_CERT_FILE, else its default
  * bundle file; the hashed directory is not read: on Debian the bundle holds
  * every certificate it does), read whole now: parsing waits. */
@@ -178,6 +222,8 @@ int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upst
 	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
 	SSL_CTX_set_options(t->server, SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_options(t->client, SSL_OP_NO_RENEGOTIATION);
+	if (prefer_fast_suite(t->server) < 0)
+		goto fail_ssl;
 
 	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
 	if (upstream_ca) {

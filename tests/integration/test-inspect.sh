@@ -366,7 +366,30 @@ check "an origin that closes after answering: the next request still works" "clo
 200" "$out"
 check "... over a new upstream connection that resumed the TLS session" \
 	"conn resumed=0|conn resumed=1" \
-	"$(sed 's/peer=[0-9]* //' "$T/origin.log.conns" | paste -sd '|')"
+	"$(sed 's/peer=[0-9]* //; s/ cipher=.*//' "$T/origin.log.conns" | paste -sd '|')"
+
+# ---- the sandbox's leg: the fast suite by our preference ----
+# The client puts AES-256-GCM first (as OpenSSL's clients do); the leg
+# never leaves the host, so the gateway picks AES-128-GCM, cheaper for
+# both ends. A client that allows only AES-256-GCM still gets it (the set
+# is the system's, only reordered), and the origin's leg keeps the
+# system's own offer (OpenSSL's default puts AES-256-GCM first): the two
+# upstream connections just above show it.
+sys_first=$(openssl ciphers -s -tls1_3 | cut -d: -f1)
+check "the gateway's offer to the origin got the system's first choice" \
+	"cipher=$sys_first|cipher=$sys_first" "$(grep -o 'cipher=.*' "$T/origin.log.conns" | paste -sd '|')"
+out=$(run curl -sS -m 10 -v -o /dev/null --tls13-ciphers TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256 \
+	https://plain.test/echo-headers?suite=1 2>&1)
+check_has "a client preferring AES-256-GCM gets AES-128-GCM from the gateway" \
+	"SSL connection using TLSv1.3 / TLS_AES_128_GCM_SHA256" "$out"
+out=$(run curl -sS -m 10 -v -o /dev/null --tls13-ciphers TLS_AES_256_GCM_SHA384 \
+	https://plain.test/echo-headers?suite=2 2>&1)
+check_has "a client that allows only AES-256-GCM gets it" \
+	"SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384" "$out"
+out=$(run curl -sS -m 10 -v -o /dev/null --tls13-ciphers TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256 \
+	https://plain.test/echo-headers?suite=3 2>&1)
+check_has "a client that asks for ChaCha20 first (no AES instructions) gets it" \
+	"SSL connection using TLSv1.3 / TLS_CHACHA20_POLY1305_SHA256" "$out"
 
 # ---- nowhere the sandbox can look holds a key ----
 # The keys go in on stdin (so they are in no file and no argument) and the

@@ -167,12 +167,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         # One line per connection, in LOG.conns (kept out of LOG, whose
-        # lines tests count): the peer's port, and for TLS whether the
-        # session was resumed, so tests see reuse and resumption.
+        # lines tests count): the peer's port, for TLS whether the session
+        # was resumed and the suite the client's offer got, so tests see
+        # reuse, resumption and what the upstream leg negotiated.
         if isinstance(self.request, ssl.SSLSocket):
             with lock, open(log_path + ".conns", "a") as f:
-                f.write("conn peer=%d resumed=%d\n" % (self.client_address[1],
-                                                       int(self.request.session_reused)))
+                f.write("conn peer=%d resumed=%d cipher=%s\n" % (
+                    self.client_address[1], int(self.request.session_reused),
+                    (self.request.cipher() or ("?",))[0]))
 
     # ---- the routes ----
 
