@@ -224,6 +224,11 @@ int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upst
 	SSL_CTX_set_options(t->client, SSL_OP_NO_RENEGOTIATION);
 	if (prefer_fast_suite(t->server) < 0)
 		goto fail_ssl;
+	/* One session ticket, not OpenSSL's two: each costs the session's
+	 * encoding and encryption on every full handshake, and the clients
+	 * that resume (curl, Node's agents) keep only the last one. */
+	if (SSL_CTX_set_num_tickets(t->server, 1) != 1)
+		goto fail_ssl;
 
 	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
 	if (upstream_ca) {

@@ -391,6 +391,29 @@ out=$(run curl -sS -m 10 -v -o /dev/null --tls13-ciphers TLS_CHACHA20_POLY1305_S
 check_has "a client that asks for ChaCha20 first (no AES instructions) gets it" \
 	"SSL connection using TLSv1.3 / TLS_CHACHA20_POLY1305_SHA256" "$out"
 
+# ---- the sandbox's leg: one session ticket, and it resumes ----
+# A ticket costs the gateway a session's encoding and encryption; clients
+# keep the last one they got (curl, Node's agents), so one is enough.
+cat >"$T/resume.sh" <<'SH'
+# resume.sh DIR: two TLS connections to plain.test through the proxy, the
+# second offering the first one's session; prints the tickets the first
+# got and whether the second was resumed.
+p=${HTTPS_PROXY#http://}
+p=${p%/}
+get() {
+	printf 'GET /echo-headers?resume HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n' |
+		timeout 10 openssl s_client -proxy "$p" -connect plain.test:443 -servername plain.test \
+			-CAfile "$SSL_CERT_FILE" -verify_return_error -ign_eof "$@" 2>&1
+}
+get -sess_out "$1/sess" >"$1/first.txt"
+echo "tickets=$(grep -c 'Post-Handshake New Session Ticket' "$1/first.txt")"
+get -sess_in "$1/sess" | grep -E '^(Reused|New), '
+SH
+out=$(run sh "$T/resume.sh" "$T/work" 2>&1)
+check "a TLS client of the gateway gets one session ticket, and resumes with it" \
+	"tickets=1
+Reused, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256" "$out"
+
 # ---- nowhere the sandbox can look holds a key ----
 # The keys go in on stdin (so they are in no file and no argument) and the
 # sandbox's user searches: what the sandbox made, the world's directory
