@@ -43,6 +43,7 @@
 /* The most read(2) takes at once from either side. */
 #define INSP_READ 65536
 #define SESS_CACHE 64
+#define SCRUB_SPARE 8
 #define DRIVE_ROUNDS 4096
 
 struct up;
@@ -107,6 +108,11 @@ struct sl_gw_tls {
 		SSL_SESSION *s;
 	} sess[SESS_CACHE];
 	unsigned sess_next;
+	/* Scrubbers of ended connections, for the next ones: a scrubber's
+	 * mapping (the secrets' copies, out of core dumps) costs system
+	 * calls and a page fault to make, on every inspected connection. */
+	struct sl_scrub spare[SCRUB_SPARE];
+	unsigned n_spare;
 };
 
 enum ist {

@@ -270,6 +270,9 @@ int sl_gw_add_secret(struct sl_gw *gw, const char *name, const struct sl_secret_
 	if (!t->secrets[t->n_secrets].name)
 		return -ENOMEM;
 	t->secrets[t->n_secrets++].v = v;
+	/* A spare scrubber knows only the secrets it was made with. */
+	while (t->n_spare)
+		sl_scrub_free(&t->spare[--t->n_spare]);
 	return 0;
 }
 
@@ -295,6 +298,8 @@ void sl_gw_tls_free(struct sl_gw *gw)
 			SSL_SESSION_free(t->sess[i].s);
 	for (i = 0; i < t->n_secrets; i++)
 		free(t->secrets[i].name);
+	for (i = 0; i < t->n_spare; i++)
+		sl_scrub_free(&t->spare[i]);
 	SSL_CTX_free(t->server);
 	SSL_CTX_free(t->client);
 	free(t->bundle);

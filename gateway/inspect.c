@@ -457,7 +457,12 @@ void conn_inspect_start(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	if (t->n_secrets) {
+	if (t->n_secrets && t->n_spare) {
+		/* The secrets are the same for the gateway's life. */
+		in->scrub = t->spare[--t->n_spare];
+		explicit_bzero(&t->spare[t->n_spare], sizeof(t->spare[0]));
+		in->scrub_on = true;
+	} else if (t->n_secrets) {
 		struct sl_scrub_secret sec[SL_SCRUB_MAX_SECRETS];
 		size_t i;
 
@@ -560,6 +565,13 @@ void conn_inspect_free(struct conn *c)
 	if (in->uhead) {
 		explicit_bzero(in->uhead, in->uhead_len);
 		free(in->uhead);
+	}
+	if (in->scrub_on && c->gw->tls && c->gw->tls->n_spare < SCRUB_SPARE) {
+		struct sl_gw_tls *t = c->gw->tls;
+
+		sl_scrub_reset(&in->scrub);
+		t->spare[t->n_spare++] = in->scrub;
+		explicit_bzero(&in->scrub, sizeof(in->scrub));
 	}
 	sl_scrub_free(&in->scrub);
 	free(in);

@@ -359,6 +359,14 @@ int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 	return 0;
 }
 
+void sl_scrub_reset(struct sl_scrub *s)
+{
+	if (s->map)
+		explicit_bzero(s->buf, s->cap);
+	s->fill = 0;
+	s->error = 0;
+}
+
 void sl_scrub_free(struct sl_scrub *s)
 {
 	if (!s)

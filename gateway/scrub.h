@@ -95,6 +95,11 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
  * is empty and may carry a new stream. */
 int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata);
 
+/* Ready s for a new stream of the same secrets, as if just initialised:
+ * the bytes held back (of the stream that was cut short, say) are wiped
+ * and dropped, an error is forgotten; the secrets' copies stay. */
+void sl_scrub_reset(struct sl_scrub *s);
+
 /* Wipe and unmap the buffers. Accepts a zeroed or failed-init s; safe to
  * call twice. */
 void sl_scrub_free(struct sl_scrub *s);

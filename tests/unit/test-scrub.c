@@ -459,6 +459,31 @@ static void test_reuse(void **state)
 	free(k.buf);
 }
 
+/* reset after a stream cut short (a connection that ended mid-response):
+ * what was held back is dropped, not sent down the next stream; a failed
+ * sink is forgotten; the secrets still scrub. */
+static void test_reset(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("12345678")};
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, MARKER), 0);
+	assert_int_equal(sl_scrub_feed(&s, "old1234", 7, collect, &k), 0);
+	assert_int_equal(sl_scrub_feed(&s, "5x", 2, failing, NULL), -EPIPE);
+	sl_scrub_reset(&s);
+	k.len = 0;
+	assert_int_equal(sl_scrub_feed(&s, "5678new1234", 11, collect, &k), 0);
+	assert_int_equal(sl_scrub_feed(&s, "5678", 4, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(k.len, strlen("5678new" MARKER));
+	assert_memory_equal(k.buf, "5678new" MARKER, k.len);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +501,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_sink_error),
 	    cmocka_unit_test(test_reuse),
+	    cmocka_unit_test(test_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
