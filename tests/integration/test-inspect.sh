@@ -414,6 +414,29 @@ check "a TLS client of the gateway gets one session ticket, and resumes with it"
 	"tickets=1
 Reused, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256" "$out"
 
+# ---- a response cut off mid-key: the held-back bytes go nowhere ----
+# The origin echoes the key but its last byte and ends the connection: the
+# scrubber held those bytes back (they could still have become the key),
+# and the gateway keeps an ended connection's scrubber for the next ones.
+# Neither that response nor the next connections' may show them (curl
+# --http0.9 prints whatever comes, even before a status line).
+out=$(run sh -c 'curl -sS -m 10 https://api.openai.com/echo-auth-cut; echo
+	for i in 1 2 3; do
+		echo "=== after $i"
+		curl --http0.9 -sS -m 10 "https://api.openai.com/echo-headers?after-cut=$i"
+	done' 2>&1)
+check "a response cut off mid-key: the origin got the real key" "1" \
+	"$(grep -c '^GET /echo-auth-cut host=api.openai.com auth=real$' "$T/origin.log")"
+check "... the sandbox saw none of the key's bytes, in it or in the next connections' echoes" \
+	"0" "$(grep -c -- "${openai_key:0:10}" <<<"$out")"
+check_has "... that response ended where the key began: 12 of its 4096 bytes came" \
+	"transfer closed with 4084 bytes remaining" "$out"
+check_has "... and they were 'auth=Bearer '" "auth=Bearer === after 1" "$(tr -d '\n' <<<"$out")"
+for i in 1 2 3; do
+	check_has "... and connection $i after it got its echo whole" "=== after $i
+Host: api.openai.com" "$out"
+done
+
 # ---- nowhere the sandbox can look holds a key ----
 # The keys go in on stdin (so they are in no file and no argument) and the
 # sandbox's user searches: what the sandbox made, the world's directory

@@ -212,6 +212,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
                              b"".join(b"X-%d:v\r\n" % i for i in range(120)) +
                              b"Content-Length: 8\r\n\r\ncompact\n")
             return
+        if u.path == "/echo-auth-cut":
+            # The Authorization header's value but its last byte, in a
+            # body that promises more, then the connection ends: a
+            # scrubber holds those bytes back (they could still become
+            # the key), and must drop them, not keep them for the next
+            # response it scrubs.
+            self.read_body()
+            v = (self.headers.get("Authorization") or "").encode()
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: 4096\r\n\r\nauth=" + v[:-1])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if u.path == "/close":
             # Answers, then closes the connection: the next request needs
             # a new one (and may resume the TLS session).
