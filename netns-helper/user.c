@@ -469,38 +469,79 @@ static void remove_sysv_ipc(uint32_t id)
  * the processes that filled them, so they too would be the next holder's.
  * Only a process running as the uid can name them: a child does it, with
  * the keyrings possessed (special ids, and the persistent keyring linked
- * into its process keyring), so the possessor's rights apply. 0 when they
- * are empty (or there are no keyrings); -ENOTEMPTY when a holder took even
- * the possessor's right to write or change them away: no one can empty
- * them then, and the uid must not be handed out. */
+ * into its process keyring), so the possessor's rights apply. Then it
+ * invalidates them: the kernel frees them, and the uid owns no key again
+ * (naming a keyring makes it, so each scrub would otherwise leave three
+ * keys of a uid behind for good). 0 when they are empty (or there are no
+ * keyrings); -ENOTEMPTY when a holder took even the possessor's right to
+ * write or change them away: no one can empty them then, and the uid must
+ * not be handed out. */
 /* Not instrumented: it runs on a stack the sanitizers know nothing of. */
 __attribute__((no_sanitize_address)) static int clear_keyrings_child(void *arg)
 {
 	const long rings[] = {KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING};
 	const uint32_t id = *(const uint32_t *)arg;
-	long ring;
+	long serial[ELEMENTSOF(rings) + 1];
 
 	/* The system calls themselves: glibc's wrappers, seeing our memory,
 	 * would change the ids of every thread of the parent too. */
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, id, id, id) < 0 ||
 	    syscall(SYS_setresuid, id, id, id) < 0)
 		_exit(1);
-	/* No keyrings (CONFIG_KEYS off, or a seccomp filter that the sandbox
-	 * inherits too): nothing can be left in them. */
-	if (syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1) < 0)
-		_exit(errno == ENOSYS || errno == EPERM ? 0 : 2);
 	for (size_t i = 0; i < ELEMENTSOF(rings); i++) {
+		serial[i] = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, rings[i], 1);
+		/* No keyrings (CONFIG_KEYS off, or a seccomp filter that the
+		 * sandbox inherits too): nothing can be left in them. */
+		if (serial[i] < 0)
+			_exit(errno == ENOSYS || errno == EPERM ? 0 : 2);
 		/* A holder that took its own write access away does not keep
 		 * what it stored that way. */
 		(void)syscall(SYS_keyctl, KEYCTL_SETPERM, rings[i], KEY_OWNER_ALL);
 		if (syscall(SYS_keyctl, KEYCTL_CLEAR, rings[i]) < 0)
 			_exit(3);
 	}
-	ring = syscall(SYS_keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING);
-	if (ring < 0)
-		_exit(errno == EOPNOTSUPP ? 0 : 2); /* CONFIG_PERSISTENT_KEYRINGS off */
-	(void)syscall(SYS_keyctl, KEYCTL_SETPERM, ring, KEY_OWNER_ALL);
-	_exit(syscall(SYS_keyctl, KEYCTL_CLEAR, ring) < 0 ? 3 : 0);
+	serial[ELEMENTSOF(rings)] =
+	    syscall(SYS_keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING);
+	if (serial[ELEMENTSOF(rings)] >= 0) {
+		(void)syscall(SYS_keyctl, KEYCTL_SETPERM, serial[ELEMENTSOF(rings)], KEY_OWNER_ALL);
+		if (syscall(SYS_keyctl, KEYCTL_CLEAR, serial[ELEMENTSOF(rings)]) < 0)
+			_exit(3);
+	} else if (errno != EOPNOTSUPP) { /* EOPNOTSUPP: CONFIG_PERSISTENT_KEYRINGS off */
+		_exit(2);
+	}
+	/* By serial, with the owner's rights (all, set above): the special
+	 * ids would make a user keyring anew once this one is invalidated.
+	 * Empty, a keyring that stays (a kernel without KEYCTL_INVALIDATE)
+	 * holds nothing for the next holder. */
+	for (size_t i = 0; i < ELEMENTSOF(serial); i++)
+		if (serial[i] >= 0)
+			(void)syscall(SYS_keyctl, KEYCTL_INVALIDATE, serial[i]);
+	_exit(0);
+}
+
+/* Does `id` own a key at all: a line of /proc/key-users? The uids we hand
+ * out own none unless something put one there (keyctl and add_key are
+ * denied in the sandbox, seccomp.c); naming a keyring to empty it would
+ * make it. true when it cannot be told (the scrub runs); false without
+ * keyrings at all (no such file). */
+static bool owns_keys(uint32_t id)
+{
+	FILE *f = fopen("/proc/key-users", "re");
+	char line[256];
+	bool found = false;
+
+	if (!f)
+		return errno != ENOENT;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *end;
+		unsigned long v = strtoul(line, &end, 10);
+
+		found = *end == ':' && v == id;
+	}
+	if (ferror(f))
+		found = true;
+	fclose(f);
+	return found;
 }
 
 /* The child shares our memory and we wait while it runs, as posix_spawn's
@@ -553,7 +594,7 @@ static int scrub_uid(uint32_t id)
 	if (!in_dynamic_range(id))
 		return -EINVAL;
 	remove_sysv_ipc(id);
-	return clear_keyrings(id);
+	return owns_keys(id) ? clear_keyrings(id) : 0;
 }
 
 /* Remove our lock file while still holding it, so whoever opened it

@@ -111,6 +111,19 @@ other() { [ "$1" = "$U1" ] && echo "$U2" || echo "$U1"; }
 lockfile() { [ -e "/run/sluice/uid/$1" ] && echo held || echo gone; }
 # Until the lock files of both uids are gone (the releaser lets go after
 # its sluice returned), or 5 s.
+# The uids among U1 U2 that own a key at all (a line of /proc/key-users),
+# once the kernel's key collector has had up to 5 s to free what was
+# invalidated: "none" when neither does.
+key_owners() {
+	local o
+	for _ in $(seq 100); do
+		o=$(awk -F: -v a="$U1" -v b="$U2" '$1 + 0 == a || $1 + 0 == b { printf "%s ", $1 + 0 }' \
+			/proc/key-users 2>/dev/null)
+		[ -z "$o" ] && { echo none; return; }
+		sleep 0.05
+	done
+	echo "$o"
+}
 released() {
 	for _ in $(seq 100); do
 		[ "$(lockfile "$U1")$(lockfile "$U2")" = gonegone ] && return 0
@@ -139,7 +152,12 @@ wait "$apid"
 check "the run exits 0" 0 "$?"
 if released; then ok "after it, both uids are released clean (their lock files removed)"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
-check "... with their keyrings emptied by then" "none none" "$(key find "$ua") $(key find "$ga")"
+# Emptied, and gone: a keyring named to be emptied exists from then on,
+# three keys of a uid for good (up to 65,533 uids), and every key the
+# kernel holds slows the making of the next.
+check "... freed by then: neither uid owns a key any more (/proc/key-users)" none "$(key_owners)"
+# (Searching them, as the uids, makes them anew.)
+check "... and none of their keys is found in them" "none none" "$(key find "$ua") $(key find "$ga")"
 
 # ---- the next run on the same uids, whose sluice is SIGKILLed ----
 run_bg "$T/b.out" sh -c "$HOLD"
@@ -187,6 +205,10 @@ wait "$cpid"
 check "it exits 0" 0 "$?"
 if released; then ok "... and its uids are released clean"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+# Scrubbed at its start (keys were given to them before), not at its
+# end (nothing was): no keyring of theirs is left either way.
+check "... owning no key, neither made by the scrub at its start nor by its end" none \
+	"$(key_owners)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
