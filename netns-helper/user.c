@@ -470,9 +470,10 @@ static void remove_sysv_ipc(uint32_t id)
  * Only a process running as the uid can name them: a child does it, with
  * the keyrings possessed (special ids, and the persistent keyring linked
  * into its process keyring), so the possessor's rights apply. Then it
- * invalidates them: the kernel frees them, and the uid owns no key again
- * (naming a keyring makes it, so each scrub would otherwise leave three
- * keys of a uid behind for good). 0 when they are empty (or there are no
+ * invalidates them: the kernel frees them, and the uid owns no key again.
+ * Naming a keyring makes it, so each scrub would otherwise leave three
+ * keys of the uid behind for good, and every key the kernel holds makes
+ * the next slower to make (owns_keys() spares the uids that own none). 0 when they are empty (or there are no
  * keyrings); -ENOTEMPTY when a holder took even the possessor's right to
  * write or change them away: no one can empty them then, and the uid must
  * not be handed out. */
@@ -519,29 +520,55 @@ __attribute__((no_sanitize_address)) static int clear_keyrings_child(void *arg)
 	_exit(0);
 }
 
-/* Does `id` own a key at all: a line of /proc/key-users? The uids we hand
- * out own none unless something put one there (keyctl and add_key are
- * denied in the sandbox, seccomp.c); naming a keyring to empty it would
- * make it. true when it cannot be told (the scrub runs); false without
- * keyrings at all (no such file). */
-static bool owns_keys(uint32_t id)
+/* How much of /proc/key-users owns_keys() reads: a line per uid that owns
+ * a key, about 50 bytes, so some 1,300 of them. Reading it costs the
+ * square of its length (each read(2) gets a page, and starts over from its
+ * first line): 20 ms for the 10,000 uids that scrubs before the keyrings
+ * were invalidated left on one machine. */
+#define KEY_USERS_MAX (64 * 1024)
+
+/* Does `id` own a key at all: 0 when /proc/key-users has no line for it
+ * (the usual case: keyctl and add_key are denied in the sandbox, seccomp.c)
+ * or there are no keys (no such file), 1 when it has one, or when that
+ * cannot be told (read error, a file longer than KEY_USERS_MAX): the
+ * scrub then runs. */
+static int owns_keys(uint32_t id)
 {
-	FILE *f = fopen("/proc/key-users", "re");
-	char line[256];
-	bool found = false;
+	_cleanup_close_ int fd = open("/proc/key-users", O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
 
-	if (!f)
-		return errno != ENOENT;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *end;
-		unsigned long v = strtoul(line, &end, 10);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : 1;
+	buf = malloc(KEY_USERS_MAX + 1);
+	if (!buf)
+		return 1;
+	for (;;) {
+		ssize_t n = read(fd, buf + len, KEY_USERS_MAX - len);
 
-		found = *end == ':' && v == id;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return 1;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == KEY_USERS_MAX)
+			return 1;
 	}
-	if (ferror(f))
-		found = true;
-	fclose(f);
-	return found;
+	buf[len] = '\0';
+	for (char *line = buf, *next; line && *line; line = next) {
+		char *end;
+		unsigned long v;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		v = strtoul(line, &end, 10);
+		if (*end == ':' && v == id)
+			return 1;
+	}
+	return 0;
 }
 
 /* The child shares our memory and we wait while it runs, as posix_spawn's
