@@ -478,6 +478,9 @@ static int confine_and_serve(struct gw_cli *g, uv_loop_t *loop)
 						    "write-only: %m");
 		sl_cli_gateway_wipe_environ();
 		sl_cli_inherited_close(&inherited);
+		/* Opened before the confinement: a reloaded policy or a
+		 * request may name a host in Unicode (host.c). */
+		(void)sl_host_idn_load();
 		r = r ?: sl_gw_confine(&g->confine, err, sizeof(err));
 	} else {
 		r = sl_err(err, sizeof(err), -EIO, "polling the policy reader failed");

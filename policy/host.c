@@ -2,9 +2,11 @@
 #include "host.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <idn2.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -13,6 +15,38 @@
 /* A Unicode name may be longer in UTF-8 than its A-label form; anything past
  * this is not a host anybody can reach and is refused before IDNA runs. */
 #define HOST_INPUT_MAX 1024
+
+/* libidn2, loaded the first time a name needs it (an ASCII name never
+ * does): with libunistring it was a third of what the dynamic linker
+ * loaded at every start of sluice. RTLD_NOW, as the executable is bound.
+ * The gateway's process loads it before it is confined (sl_host_idn_load),
+ * so that no request makes it open a library. */
+static pthread_once_t idn_once = PTHREAD_ONCE_INIT;
+static int (*to_ascii_fn)(const char *, char **, int);
+static void (*free_fn)(void *);
+
+static void idn_load(void)
+{
+	void *lib = dlopen("libidn2.so.0", RTLD_NOW | RTLD_LOCAL);
+	void *to, *fr;
+
+	if (!lib)
+		return;
+	to = dlsym(lib, "idn2_to_ascii_8z");
+	fr = dlsym(lib, "idn2_free");
+	if (!to || !fr)
+		return;
+	/* Through a union: ISO C has no cast from void * to a function
+	 * pointer; POSIX guarantees dlsym's result is one. */
+	to_ascii_fn = ((union { void *p; int (*f)(const char *, char **, int); }){.p = to}).f;
+	free_fn = ((union { void *p; void (*f)(void *); }){.p = fr}).f;
+}
+
+int sl_host_idn_load(void)
+{
+	(void)pthread_once(&idn_once, idn_load);
+	return to_ascii_fn ? 0 : -ENOENT;
+}
 
 static int fail(const char **ret_why, const char *why)
 {
@@ -173,13 +207,17 @@ int sl_host_normalize(const char *in, size_t len, char ret_host[static SL_HOST_B
 		 * as ASCII below: UTS #46 without STD3 rules can map a Unicode
 		 * character to '/' or ':'. */
 		char *a = NULL;
-		int r = idn2_to_ascii_8z(buf, &a, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
+		int r;
 
+		if (sl_host_idn_load() < 0)
+			return fail(ret_why, "an internationalised domain name, and libidn2.so.0 "
+					     "could not be loaded to read it");
+		r = to_ascii_fn(buf, &a, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
 		if (r != IDN2_OK || !a)
 			return fail(ret_why, "not a valid internationalised domain name");
 		len = strlen(a);
 		if (len > HOST_INPUT_MAX) {
-			idn2_free(a);
+			free_fn(a);
 			return fail(ret_why, "host is too long");
 		}
 		for (i = 0; i < len; i++) {
@@ -187,7 +225,7 @@ int sl_host_normalize(const char *in, size_t len, char ret_host[static SL_HOST_B
 			buf[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
 		}
 		buf[len] = '\0';
-		idn2_free(a);
+		free_fn(a);
 	}
 
 	/* One trailing dot is the fully-qualified spelling of the same name;

@@ -37,6 +37,12 @@ enum sl_host_kind {
 	SL_HOST_IPV6,
 };
 
+/* Load libidn2 now (sl_host_normalize() otherwise does, for the first
+ * name that is not ASCII): 0, or -ENOENT when it cannot be (such names
+ * are then refused, with a reason that says so). For a process about to
+ * be confined. */
+int sl_host_idn_load(void);
+
 /*
  * Normalise the host in in[0..len) (no port) into ret_host, a buffer of
  * SL_HOST_BUF bytes. Returns 0 on success or -EINVAL; on failure *ret_why, if

@@ -22,7 +22,8 @@ needs_root test-gateway-confined.sh ip nft nsenter python3 curl dnsmasq openssl 
 . "$here/world.sh"
 world_begin
 T=$WORLD_TMP
-world_services allowed.test=$WORLD_NET_ADDR denied.test=$WORLD_NET_ADDR ||
+world_services allowed.test=$WORLD_NET_ADDR denied.test=$WORLD_NET_ADDR \
+	xn--bcher-kva.test=$WORLD_NET_ADDR ||
 	{ echo "not ok - the world's services did not start"; exit 1; }
 
 write_policy "$T/policy.yaml" <<'P'
@@ -121,6 +122,21 @@ wait_for_text "$T/gw.log" "not reloaded" || notok "a refused reload is reported:
 check_has "a reload still checks who can write the file" "others can write" "$(cat "$T/gw.log")"
 check "... and the running policy stays" "200" "$(code $GW http://denied.test/still)"
 chmod 644 "$T/policy.yaml"
+# A host in Unicode: the confined process reads it with libidn2, opened
+# before it was confined (chrooted into an empty directory, it could not
+# be now).
+write_policy "$T/policy.new" <<'P'
+version: 1
+allow:
+  - host: denied.test
+  - host: bücher.test
+P
+mv "$T/policy.new" "$T/policy.yaml"
+kill -HUP "$pid"
+wait_reloads 3
+check "after a reload of a policy that names a host in Unicode, its A-label is allowed" "200" \
+	"$(code $GW http://xn--bcher-kva.test/idn)"
+check_has "... and the origin served it" "GET /idn" "$(cat "$T/origin.log")"
 
 mv "$T/audit.log" "$T/audit.log.1"
 kill -USR1 "$pid"
