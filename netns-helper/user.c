@@ -492,9 +492,13 @@ __attribute__((no_sanitize_address)) static int clear_keyrings_child(void *arg)
 	for (size_t i = 0; i < ELEMENTSOF(rings); i++) {
 		serial[i] = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, rings[i], 1);
 		/* No keyrings (CONFIG_KEYS off, or a seccomp filter that the
-		 * sandbox inherits too): nothing can be left in them. */
+		 * sandbox inherits too): nothing can be left in them. A keyring
+		 * its holder hid even from its possessor (no search right), or a
+		 * quota it filled: what is in them stays, and so must the uid. */
+		if (serial[i] < 0 && (errno == ENOSYS || errno == EPERM))
+			_exit(0);
 		if (serial[i] < 0)
-			_exit(errno == ENOSYS || errno == EPERM ? 0 : 2);
+			_exit(errno == ENOKEY || errno == EACCES || errno == EDQUOT ? 3 : 2);
 		/* A holder that took its own write access away does not keep
 		 * what it stored that way. */
 		(void)syscall(SYS_keyctl, KEYCTL_SETPERM, rings[i], KEY_OWNER_ALL);
@@ -510,53 +514,53 @@ __attribute__((no_sanitize_address)) static int clear_keyrings_child(void *arg)
 	} else if (errno != EOPNOTSUPP) { /* EOPNOTSUPP: CONFIG_PERSISTENT_KEYRINGS off */
 		_exit(2);
 	}
-	/* By serial, with the owner's rights (all, set above): the special
-	 * ids would make a user keyring anew once this one is invalidated.
-	 * Empty, a keyring that stays (a kernel without KEYCTL_INVALIDATE)
-	 * holds nothing for the next holder. */
+	/* By serial: the special ids would make a user keyring anew once
+	 * this one is invalidated. Linked into our process keyring (as the
+	 * persistent one is) they stay possessed, so the possessor's rights
+	 * apply, which a holder that kept the owner's from us left. A keyring
+	 * that stays keeps the permissions its holder gave it (others may
+	 * write to it, say): the uid is not handed out. Only a kernel without
+	 * KEYCTL_INVALIDATE (EOPNOTSUPP) leaves them, emptied, as before. */
+	for (size_t i = 0; i < ELEMENTSOF(rings); i++)
+		(void)syscall(SYS_keyctl, KEYCTL_LINK, rings[i], KEY_SPEC_PROCESS_KEYRING);
 	for (size_t i = 0; i < ELEMENTSOF(serial); i++)
-		if (serial[i] >= 0)
-			(void)syscall(SYS_keyctl, KEYCTL_INVALIDATE, serial[i]);
+		if (serial[i] >= 0 && syscall(SYS_keyctl, KEYCTL_INVALIDATE, serial[i]) < 0 &&
+		    errno != EOPNOTSUPP)
+			_exit(3);
 	_exit(0);
 }
 
-/* How much of /proc/key-users owns_keys() reads: a line per uid that owns
- * a key, about 50 bytes, so some 1,300 of them. Reading it costs the
- * square of its length (each read(2) gets a page, and starts over from its
- * first line): 20 ms for the 10,000 uids that scrubs before the keyrings
- * were invalidated left on one machine. */
-#define KEY_USERS_MAX (64 * 1024)
+/* How much of /proc/key-users owns_keys() trusts: what one read(2) gets
+ * (a page, ~80 key users at ~50 bytes a line). The kernel makes the file
+ * anew from the position each read asks for: when a user before ours
+ * goes between two reads, ours shifts into the part already read, and a
+ * second read would miss it. Each read also walks the list from its first
+ * user (20 ms for the whole file at 10,000 users). */
+#define KEY_USERS_READ 8192
 
-/* Does `id` own a key at all: 0 when /proc/key-users has no line for it
- * (the usual case: keyctl and add_key are denied in the sandbox, seccomp.c)
- * or there are no keys (no such file), 1 when it has one, or when that
- * cannot be told (read error, a file longer than KEY_USERS_MAX): the
- * scrub then runs. */
+/* Does `id` own a key at all: 0 when /proc/key-users, read whole in one
+ * read(2), has no line for it (the usual case: keyctl and add_key are
+ * denied in the sandbox, seccomp.c); 1 when it has one, or when that
+ * cannot be told (no such file, as under a /proc of pids only; a read
+ * error; a file longer than one read): the scrub then runs, and it makes
+ * do without keyrings at all. */
 static int owns_keys(uint32_t id)
 {
 	_cleanup_close_ int fd = open("/proc/key-users", O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
+	char buf[KEY_USERS_READ + 1], more;
+	ssize_t n;
 
 	if (fd < 0)
-		return errno == ENOENT ? 0 : 1;
-	buf = malloc(KEY_USERS_MAX + 1);
-	if (!buf)
 		return 1;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, KEY_USERS_MAX - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return 1;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len == KEY_USERS_MAX)
-			return 1;
-	}
-	buf[len] = '\0';
+	do
+		n = read(fd, buf, KEY_USERS_READ);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0 || n == KEY_USERS_READ)
+		return 1;
+	/* The whole file, or only its first page. */
+	if (read(fd, &more, 1) != 0)
+		return 1;
+	buf[n] = '\0';
 	for (char *line = buf, *next; line && *line; line = next) {
 		char *end;
 		unsigned long v;

@@ -41,8 +41,11 @@ check() { # check DESCRIPTION EXPECTED ACTUAL
 check_has() { case "$3" in *"$2"*) ok "$1" ;; *) notok "$1: '$2' not in '$3'" ;; esac; }
 
 extra_pids=()
+guarded=
 cleanup() {
 	local p
+	# A keyring left guarded would keep its uid from every later run.
+	[ -n "$guarded" ] && key unguard 0 "$guarded" >/dev/null
 	for p in "${extra_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	for p in $(uid_pids); do kill -9 "$p" 2>/dev/null; done
 	world_down
@@ -83,6 +86,22 @@ import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 op, uid = sys.argv[1], int(sys.argv[2])
 pid = os.fork()
+if pid == 0 and op == "unguard":
+    # Root: "other" may change the permissions (set so for the test), and
+    # root, not the owner, may then change them back.
+    print(libc.syscall(250, 5, int(sys.argv[3]), 0x3f3f0000))  # KEYCTL_SETPERM
+    os._exit(0)
+if pid == 0 and op in ("guard", "guard-all"):
+    # Its user keyring, with a key, kept from its owner: the owner may do
+    # nothing with it, the possessor all but change permissions ("guard")
+    # or only view, read and write ("guard-all": not even find it), and
+    # "other" only change them back ("unguard").
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+    libc.syscall(248, b"user", b"slt-canary", b"secret", 6, -4)  # add_key
+    serial = libc.syscall(250, 0, -4, 1)  # KEYCTL_GET_KEYRING_ID
+    perm = 0x1f000020 if op == "guard" else 0x07000020
+    print(serial if libc.syscall(250, 5, serial, perm) == 0 else "setperm failed")
+    os._exit(0)
 if pid == 0:
     os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
     found = []
@@ -209,6 +228,65 @@ if released; then ok "... and its uids are released clean"; else
 # end (nothing was): no keyring of theirs is left either way.
 check "... owning no key, neither made by the scrub at its start nor by its end" none \
 	"$(key_owners)"
+
+# ---- holders that keep their keyring from its owner ----
+# Emptied, a keyring whose permissions its holder set would stay as they
+# are (others may be let write to it): freed as its possessor, or the uid
+# is not released clean.
+rm -f "$T/g.out"
+run_bg "$T/g.out" sh -c "$HOLD"
+gpid=$!
+extra_pids+=("$gpid")
+ug=$(uid_of "$T/g.out")
+serial=$(key guard "$ug")
+case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its owner (not its possessor)" ;;
+*) notok "guarding the keyring of $ug: $serial" ;; esac
+sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
+nsenter -t "$sbox" -m touch /tmp/slt-go
+wait "$gpid"
+check "the run exits 0" 0 "$?"
+if released; then ok "... both uids are released clean (the keyring emptied and freed as its possessor)"; else
+	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+check "... owning no key" none "$(key_owners)"
+
+run_bg "$T/d.out" sh -c "$HOLD"
+dpid=$!
+extra_pids+=("$dpid")
+ud=$(uid_of "$T/d.out")
+serial=$(key guard-all "$ud")
+guarded=$serial
+case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its owner and possessor" ;;
+*) notok "guarding the keyring of $ud: $serial" ;; esac
+sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
+nsenter -t "$sbox" -m touch /tmp/slt-go
+wait "$dpid"
+check "the run exits 0" 0 "$?"
+for _ in $(seq 100); do [ "$(lockfile "$(other "$ud")")" = gone ] && break; sleep 0.05; done
+check "... its gateway's uid is released clean, the guarded one is not (its lock file stays)" \
+	"gone held" "$(lockfile "$(other "$ud")") $(lockfile "$ud")"
+out=$(world_host unshare -m --propagation private sh -c \
+	'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
+	"$T/subid" "$SLUICE" run --pool "$POOL" -- id -u 2>&1)
+check "... and the next run does not get it (with one uid left, it cannot start)" 125 "$?"
+check_has "... and says why" "sluice run: allocating a uid: every uid in" "$out"
+check "its keyring's permissions put back (by root, as they allow)" 0 "$(key unguard "$ud" "$serial")"
+guarded=
+rm -f "$T/e.out"
+run_bg "$T/e.out" sh -c "$HOLD"
+epid=$!
+extra_pids+=("$epid")
+ue=$(uid_of "$T/e.out")
+check "... the next run gets both uids again" yes \
+	"$([ "$ue" = "$U1" ] || [ "$ue" = "$U2" ] && echo yes)"
+check "... and sees no key of the guarded keyring (scrubbed before it was handed out)" \
+	"none none" "$(key find "$ue") $(key find "$(other "$ue")")"
+sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
+nsenter -t "$sbox" -m touch /tmp/slt-go
+wait "$epid"
+check "it exits 0" 0 "$?"
+if released; then ok "... and both uids are released clean"; else
+	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+check "... owning no key" none "$(key_owners)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
