@@ -535,6 +535,7 @@ _Noreturn void sl_serve_child_main(struct sl_serve_child *c)
 			     * the first reload, and the name serves every one. */
 			    .policy_path = c->policy_path ? strdup(c->policy_path) : NULL};
 	struct sl_gw_confine conf = {.uid = c->uid, .gid = c->gid, .empty_dir = c->empty_dir};
+	bool idn;
 	int keep[] = {c->events, c->commands, c->capture_fd,
 		      c->nflog ? sl_nft_nflog_fd(c->nflog) : -1,
 		      c->audit ? sl_audit_fd(c->audit) : -1, c->ctl_fd};
@@ -555,15 +556,18 @@ _Noreturn void sl_serve_child_main(struct sl_serve_child *c)
 		fail(&g, text);
 	}
 	sl_trace("gw: started");
+	/* Whether a name in Unicode can matter (below), read while the
+	 * policy is still ours: setup() hands it to the gateway. */
+	idn = strcmp(c->policy->source, "(deny all)") || c->policy->mode == SL_MODE_OBSERVE;
 	make_ca(&g, c);
 	setup(&g, c);
 	secrets_settle(c->tls);
 	/* A reloaded policy, or a request, may name a host in Unicode: the
 	 * library that reads it is opened now, not once confined (without it
-	 * such names are refused, saying why). Not for run without --policy:
-	 * it allows nothing, and never reloads; the third of a millisecond
-	 * is its start's. */
-	if (g.policy_path && strcmp(g.policy_path, "(deny all)"))
+	 * such names are refused, saying why). Not for run without --policy
+	 * and without --observe: it allows nothing, and never reloads; the
+	 * third of a millisecond is its start's. */
+	if (idn)
 		(void)sl_host_idn_load();
 	sl_trace("gw: set up");
 	if (sl_gw_confine(&conf, err, sizeof(err)) < 0) {
