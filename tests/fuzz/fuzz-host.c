@@ -14,20 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-idn.h"
 #include "policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-/* Names in Unicode take libidn2, loaded when first needed (host.c):
- * without it every one would be refused, and IDNA go unfuzzed unseen. */
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc, (void)argv;
-	if (sl_host_idn_load() < 0)
-		abort();
-	return 0;
-}
 
 static struct sl_policy *policy;
 

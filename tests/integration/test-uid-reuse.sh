@@ -71,6 +71,20 @@ run_bg() { # run_bg OUT CMD...: a run in the background, $! its sluice
 		'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
 		"$T/subid" "$SLUICE" run --pool "$POOL" -- "$@" >"$out" 2>&1
 }
+# A run in the foreground, its output on stdout: $? is its status.
+run_fg() {
+	world_host unshare -m --propagation private sh -c \
+		'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
+		"$T/subid" "$SLUICE" run --pool "$POOL" -- "$@" 2>&1
+}
+# End the run whose sluice is $1: its sandbox has a /tmp of its own, and
+# its command (HOLD below) waits for a file there. $? is the run's status.
+end_run() {
+	local p sbox
+	sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
+	nsenter -t "$sbox" -m touch /tmp/slt-go
+	wait "$1"
+}
 # The processes running as U1 or U2 (real, effective, saved or fs uid).
 uid_pids() {
 	local f
@@ -164,10 +178,7 @@ check "as its command's uid and its gateway's, keys are added from outside" \
 	"user user-session user user-session" "$(key add "$ua") $(key add "$ga")"
 check "... and the uids' lock files are there while it runs" "held held" \
 	"$(lockfile "$ua") $(lockfile "$ga")"
-# Its sandbox has a /tmp of its own: the command is told to end through it.
-sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
-nsenter -t "$sbox" -m touch /tmp/slt-go
-wait "$apid"
+end_run "$apid"
 check "the run exits 0" 0 "$?"
 if released; then ok "after it, both uids are released clean (their lock files removed)"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
@@ -201,9 +212,7 @@ setpriv --reuid="$U1" --regid="$U1" --clear-groups sleep 60 &
 spid=$!
 extra_pids+=("$spid")
 for _ in $(seq 100); do [ -n "$(uid_pids)" ] && break; sleep 0.02; done
-out=$(world_host unshare -m --propagation private sh -c \
-	'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
-	"$T/subid" "$SLUICE" run --pool "$POOL" -- id -u 2>&1)
+out=$(run_fg id -u)
 check "while a process lives on as one of the uids, the next run refuses to start (it would share it)" \
 	"125" "$?"
 check_has "... and says why" "sluice run: allocating a uid: every uid in" "$out"
@@ -218,9 +227,7 @@ check "the run after the killed one gets the uids again" "yes" \
 	"$([ "$uc" = "$U1" ] || [ "$uc" = "$U2" ] && echo yes)"
 check "... and sees no key the killed run's uids were given (scrubbed before it was handed out)" \
 	"none none" "$(key find "$uc") $(key find "$(other "$uc")")"
-sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
-nsenter -t "$sbox" -m touch /tmp/slt-go
-wait "$cpid"
+end_run "$cpid"
 check "it exits 0" 0 "$?"
 if released; then ok "... and its uids are released clean"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
@@ -241,9 +248,7 @@ ug=$(uid_of "$T/g.out")
 serial=$(key guard "$ug")
 case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its owner (not its possessor)" ;;
 *) notok "guarding the keyring of $ug: $serial" ;; esac
-sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
-nsenter -t "$sbox" -m touch /tmp/slt-go
-wait "$gpid"
+end_run "$gpid"
 check "the run exits 0" 0 "$?"
 if released; then ok "... both uids are released clean (the keyring emptied and freed as its possessor)"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
@@ -257,16 +262,12 @@ serial=$(key guard-all "$ud")
 guarded=$serial
 case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its owner and possessor" ;;
 *) notok "guarding the keyring of $ud: $serial" ;; esac
-sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
-nsenter -t "$sbox" -m touch /tmp/slt-go
-wait "$dpid"
+end_run "$dpid"
 check "the run exits 0" 0 "$?"
 for _ in $(seq 100); do [ "$(lockfile "$(other "$ud")")" = gone ] && break; sleep 0.05; done
 check "... its gateway's uid is released clean, the guarded one is not (its lock file stays)" \
 	"gone held" "$(lockfile "$(other "$ud")") $(lockfile "$ud")"
-out=$(world_host unshare -m --propagation private sh -c \
-	'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
-	"$T/subid" "$SLUICE" run --pool "$POOL" -- id -u 2>&1)
+out=$(run_fg id -u)
 check "... and the next run does not get it (with one uid left, it cannot start)" 125 "$?"
 check_has "... and says why" "sluice run: allocating a uid: every uid in" "$out"
 check "its keyring's permissions put back (by root, as they allow)" 0 "$(key unguard "$ud" "$serial")"
@@ -280,9 +281,7 @@ check "... the next run gets both uids again" yes \
 	"$([ "$ue" = "$U1" ] || [ "$ue" = "$U2" ] && echo yes)"
 check "... and sees no key of the guarded keyring (scrubbed before it was handed out)" \
 	"none none" "$(key find "$ue") $(key find "$(other "$ue")")"
-sbox=$(for p in $(uid_pids); do [ "$(cat "/proc/$p/comm")" = sh ] && echo "$p"; done | head -n1)
-nsenter -t "$sbox" -m touch /tmp/slt-go
-wait "$epid"
+end_run "$epid"
 check "it exits 0" 0 "$?"
 if released; then ok "... and both uids are released clean"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
