@@ -473,10 +473,10 @@ static void remove_sysv_ipc(uint32_t id)
  * invalidates them: the kernel frees them, and the uid owns no key again.
  * Naming a keyring makes it, so each scrub would otherwise leave three
  * keys of the uid behind for good, and every key the kernel holds makes
- * the next slower to make (owns_keys() spares the uids that own none). 0 when they are empty (or there are no
- * keyrings); -ENOTEMPTY when a holder took even the possessor's right to
- * write or change them away: no one can empty them then, and the uid must
- * not be handed out. */
+ * the next slower to make (owns_keys() spares the uids that own none).
+ * 0 when they are gone (or there are no keyrings); -ENOTEMPTY when a
+ * holder took even the possessor's rights away, so that no one can empty
+ * or free them: the uid must not be handed out. */
 /* Not instrumented: it runs on a stack the sanitizers know nothing of. */
 __attribute__((no_sanitize_address)) static int clear_keyrings_child(void *arg)
 {
