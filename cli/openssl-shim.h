@@ -5,7 +5,8 @@
  * 1.7 ms of every start, and `sluice run` without --policy (nothing can be
  * inspected) and most other commands never call them. Each OpenSSL
  * function the executable calls is a stub (gen-openssl-shim.py, from
- * openssl.syms; the link fails on one missing there) that jumps through a
+ * openssl.syms; one missing there links libssl back, which
+ * tests/cli/test-lazy-libraries.sh catches) that jumps through a
  * table sl_ossl_load() fills, then makes read-only. Called before it, a
  * stub aborts. Only on x86_64 (SL_OSSL_LAZY); elsewhere OpenSSL is linked.
  */
