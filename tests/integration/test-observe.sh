@@ -36,6 +36,7 @@ make_keys "$T/secrets" || { echo "not ok - could not make the keys"; exit 1; }
 mkdir -m 1777 "$T/work"
 ORIGIN_ANTHROPIC_KEY_FILE=$T/secrets/anthropic.key \
 	world_services api.anthropic.com="$N" free.test="$N" denied.test="$N" gist.test="$N" \
+	xn--bcher-kva.test="$N" \
 	meta.test=169.254.169.254 || { echo "not ok - services"; exit 1; }
 chmod 644 "$T/cert.pem"
 
@@ -168,6 +169,21 @@ check "observe: 3 new names under denied.test went upstream, not 9" "3" \
 	"$(grep -oE 'query\[A\] x[0-9]-q\.denied\.test' "$T/dns.log" | sort -u | wc -l)"
 check "... the refusal is audited once, saying observe mode" "1" \
 	"$(grep -c '"reason":"dns-budget: observe mode: 3 new names under denied.test' "$T/audit-b.log")"
+
+# ---- observe without a policy: a Host in Unicode ----
+# Every request is let through and logged, a host named in UTF-8 too
+# (llhttp passes such a Host header): its gateway loads libidn2 before it
+# is confined, as one with a policy file does, or the name would be
+# refused as invalid.
+out=$(world_host "$SLUICE" run --observe --resolver "$N:53" --audit "$T/audit-u.log" -- \
+	python3 -c 'import socket, sys
+s = socket.create_connection((sys.argv[1], 80), timeout=10)
+s.sendall("GET /idn-observe HTTP/1.1\r\nHost: bücher.test\r\nConnection: close\r\n\r\n".encode())
+print(s.recv(200).split(b"\r\n")[0].decode("latin-1"))' "$N" 2>"$T/run-u.err")
+check_has "observe, no policy: a request whose Host is bücher.test is let through" " 200" "$out"
+check_has "... to xn--bcher-kva.test (the origin served it)" "GET /idn-observe" "$(cat "$T/origin.log")"
+check_has "... and audited under its A-label" '"host":"xn--bcher-kva.test"' \
+	"$(cat "$T/audit-u.log" 2>/dev/null)"
 
 # ---- learn ----
 world_host "$SLUICE" learn "$T/audit.log" >"$T/learned.yaml" 2>"$T/learn.err"
