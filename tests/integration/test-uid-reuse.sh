@@ -105,15 +105,16 @@ if pid == 0 and op == "unguard":
     # root, not the owner, may then change them back.
     print(libc.syscall(250, 5, int(sys.argv[3]), 0x3f3f0000))  # KEYCTL_SETPERM
     os._exit(0)
-if pid == 0 and op in ("guard", "guard-all"):
+if pid == 0 and op in ("guard", "guard-nolink", "guard-all"):
     # Its user keyring, with a key, kept from its owner: the owner may do
-    # nothing with it, the possessor all but change permissions ("guard")
-    # or only view, read and write ("guard-all": not even find it), and
-    # "other" only change them back ("unguard").
+    # nothing with it, the possessor all but change permissions ("guard"),
+    # or but link it too (so that the scrub cannot make it possessed by
+    # serial: "guard-nolink"), or only view, read and write ("guard-all":
+    # not even find it); "other" may only change them back ("unguard").
     os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
     libc.syscall(248, b"user", b"slt-canary", b"secret", 6, -4)  # add_key
     serial = libc.syscall(250, 0, -4, 1)  # KEYCTL_GET_KEYRING_ID
-    perm = 0x1f000020 if op == "guard" else 0x07000020
+    perm = {"guard": 0x1f000020, "guard-nolink": 0x0f000020, "guard-all": 0x07000020}[op]
     print(serial if libc.syscall(250, 5, serial, perm) == 0 else "setperm failed")
     os._exit(0)
 if pid == 0:
@@ -165,6 +166,15 @@ released() {
 	return 1
 }
 HOLD='echo "uid $(id -u)"; while [ ! -e /tmp/slt-go ]; do sleep 0.05; done'
+# start_run NAME: a run whose command holds until end_run; $run_pid is its
+# sluice, $run_uid its command's uid.
+start_run() {
+	rm -f "$T/$1.out"
+	run_bg "$T/$1.out" sh -c "$HOLD"
+	run_pid=$!
+	extra_pids+=("$run_pid")
+	run_uid=$(uid_of "$T/$1.out")
+}
 
 # ---- a run that ends as it should ----
 run_bg "$T/a.out" sh -c "$HOLD"
@@ -218,11 +228,8 @@ check "while a process lives on as one of the uids, the next run refuses to star
 check_has "... and says why" "sluice run: allocating a uid: every uid in" "$out"
 kill -KILL "$spid"
 wait "$spid" 2>/dev/null
-rm -f "$T/c.out"
-run_bg "$T/c.out" sh -c "$HOLD"
-cpid=$!
-extra_pids+=("$cpid")
-uc=$(uid_of "$T/c.out")
+start_run c
+cpid=$run_pid uc=$run_uid
 check "the run after the killed one gets the uids again" "yes" \
 	"$([ "$uc" = "$U1" ] || [ "$uc" = "$U2" ] && echo yes)"
 check "... and sees no key the killed run's uids were given (scrubbed before it was handed out)" \
@@ -240,52 +247,48 @@ check "... owning no key, neither made by the scrub at its start nor by its end"
 # Emptied, a keyring whose permissions its holder set would stay as they
 # are (others may be let write to it): freed as its possessor, or the uid
 # is not released clean.
-rm -f "$T/g.out"
-run_bg "$T/g.out" sh -c "$HOLD"
-gpid=$!
-extra_pids+=("$gpid")
-ug=$(uid_of "$T/g.out")
-serial=$(key guard "$ug")
+start_run g
+serial=$(key guard "$run_uid")
 case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its owner (not its possessor)" ;;
-*) notok "guarding the keyring of $ug: $serial" ;; esac
-end_run "$gpid"
+*) notok "guarding the keyring of $run_uid: $serial" ;; esac
+end_run "$run_pid"
 check "the run exits 0" 0 "$?"
 if released; then ok "... both uids are released clean (the keyring emptied and freed as its possessor)"; else
 	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
 check "... owning no key" none "$(key_owners)"
 
-run_bg "$T/d.out" sh -c "$HOLD"
-dpid=$!
-extra_pids+=("$dpid")
-ud=$(uid_of "$T/d.out")
-serial=$(key guard-all "$ud")
-guarded=$serial
-case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its owner and possessor" ;;
-*) notok "guarding the keyring of $ud: $serial" ;; esac
-end_run "$dpid"
-check "the run exits 0" 0 "$?"
-for _ in $(seq 100); do [ "$(lockfile "$(other "$ud")")" = gone ] && break; sleep 0.05; done
-check "... its gateway's uid is released clean, the guarded one is not (its lock file stays)" \
-	"gone held" "$(lockfile "$(other "$ud")") $(lockfile "$ud")"
-out=$(run_fg id -u)
-check "... and the next run does not get it (with one uid left, it cannot start)" 125 "$?"
-check_has "... and says why" "sluice run: allocating a uid: every uid in" "$out"
-check "its keyring's permissions put back (by root, as they allow)" 0 "$(key unguard "$ud" "$serial")"
-guarded=
-rm -f "$T/e.out"
-run_bg "$T/e.out" sh -c "$HOLD"
-epid=$!
-extra_pids+=("$epid")
-ue=$(uid_of "$T/e.out")
-check "... the next run gets both uids again" yes \
-	"$([ "$ue" = "$U1" ] || [ "$ue" = "$U2" ] && echo yes)"
-check "... and sees no key of the guarded keyring (scrubbed before it was handed out)" \
-	"none none" "$(key find "$ue") $(key find "$(other "$ue")")"
-end_run "$epid"
-check "it exits 0" 0 "$?"
-if released; then ok "... and both uids are released clean"; else
-	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
-check "... owning no key" none "$(key_owners)"
+# Kept from the possessor's link (the keyring is found and emptied, but
+# cannot be freed) or from its search too (not even found).
+for how in guard-nolink guard-all; do
+	start_run "d-$how"
+	ud=$run_uid
+	serial=$(key "$how" "$ud")
+	guarded=$serial
+	case "$serial" in [0-9]*) ok "$how: as a run's uid, its user keyring is kept from it" ;;
+	*) notok "$how: guarding the keyring of $ud: $serial" ;; esac
+	end_run "$run_pid"
+	check "$how: the run exits 0" 0 "$?"
+	for _ in $(seq 100); do [ "$(lockfile "$(other "$ud")")" = gone ] && break; sleep 0.05; done
+	check "$how: its gateway's uid is released clean, the guarded one is not (its lock file stays)" \
+		"gone held" "$(lockfile "$(other "$ud")") $(lockfile "$ud")"
+	out=$(run_fg id -u)
+	check "$how: the next run does not get it (with one uid left, it cannot start)" 125 "$?"
+	check_has "$how: ... and says why" "sluice run: allocating a uid: every uid in" "$out"
+	check "$how: its keyring's permissions put back (by root, as they allow)" 0 \
+		"$(key unguard "$ud" "$serial")"
+	guarded=
+	start_run "e-$how"
+	ue=$run_uid
+	check "$how: the next run gets both uids again" yes \
+		"$([ "$ue" = "$U1" ] || [ "$ue" = "$U2" ] && echo yes)"
+	check "$how: ... and sees no key of the guarded keyring (scrubbed before it was handed out)" \
+		"none none" "$(key find "$ue") $(key find "$(other "$ue")")"
+	end_run "$run_pid"
+	check "$how: it exits 0" 0 "$?"
+	if released; then ok "$how: ... and both uids are released clean"; else
+		notok "$how: lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+	check "$how: ... owning no key" none "$(key_owners)"
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
