@@ -410,10 +410,12 @@ int conn_buf_append(struct conn *c, const uv_buf_t *buf, size_t n)
 
 static void resume_reading(struct conn *c, bool client)
 {
-	uv_stream_t *dst = client ? conn_upstream(c) : (uv_stream_t *)&c->client;
+	uv_stream_t *dst;
 
-	if (c->state != ST_RELAY)
+	/* No upstream of c's (see conn_maybe_pause): nothing to resume. */
+	if (c->state != ST_RELAY || !c->upstream_open)
 		return;
+	dst = client ? conn_upstream(c) : (uv_stream_t *)&c->client;
 	if (uv_stream_get_write_queue_size(dst) > c->gw->cfg.max_buffered_bytes / 2)
 		return;
 	if (client && c->client_paused && !c->client_eof && !c->body_done) {
@@ -426,11 +428,17 @@ static void resume_reading(struct conn *c, bool client)
 }
 
 /* Pause the source when the destination's queue is over the cap: a slow
- * reader stalls its writer instead of growing our memory. */
+ * reader stalls its writer instead of growing our memory. An upstream c
+ * has let go of (the read that ended a response gave it to the pool, or
+ * it was dropped) is neither: c->up is NULL, and another exchange may
+ * hold it by now. */
 void conn_maybe_pause(struct conn *c, bool client)
 {
-	uv_stream_t *dst = client ? conn_upstream(c) : (uv_stream_t *)&c->client;
+	uv_stream_t *dst;
 
+	if (!c->upstream_open)
+		return;
+	dst = client ? conn_upstream(c) : (uv_stream_t *)&c->client;
 	if (uv_stream_get_write_queue_size(dst) <= c->gw->cfg.max_buffered_bytes)
 		return;
 	if (client) {

@@ -31,6 +31,7 @@
 #                one for /secret* is answered 0.3 s late (a slow handler)
 #        echo    like full, but the answer says which request it answers:
 #                "echo <target> <sha256 of the body>"
+#        size    like full, but the answer to /size/N is N bytes of "x"
 # Logs, in LOGDIR:
 #   conn-N.bin     every byte connection N received, as it came
 #   requests.log   one line per request read:
@@ -194,6 +195,9 @@ class Conn:
                 continue
             if mode == "echo":
                 self.answer(200, b"echo %s %s" % (target.encode("latin1"), digest.encode()))
+                continue
+            if mode == "size":
+                self.answer(200, b"x" * int(target.rsplit("/", 1)[1]))
                 continue
             self.answer(200, b"raw-origin ok " + digest.encode())
 
