@@ -15,7 +15,11 @@
 # that what the client's side of the kernel takes is a few KiB, and the
 # responses' sizes sweep the cap in steps smaller than a read. No client
 # reads until every response has had the time to end; then each reads its
-# response, which must be whole, and the gateway must still be alive.
+# response, which must be whole, and the gateway must still be alive. The
+# same for the two other ways an exchange ends with its upstream pooled and
+# the client's queue full: a kept-alive response followed by a pipelined
+# `Connection: close` request (its small answer ends the second exchange
+# while the first's bytes are still held), and inspected HTTPS.
 #
 # Usage: test-slow-client.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
@@ -25,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
 
 . "$here/lib/checks.sh"
-needs_root test-slow-client.sh ip nft nsenter python3 dnsmasq
+needs_root test-slow-client.sh ip nft nsenter python3 dnsmasq openssl
 
 . "$here/world.sh"
 world_begin
@@ -33,16 +37,9 @@ T=$WORLD_TMP
 N=$WORLD_NET_ADDR
 R=$T/raw
 mkdir -m 777 "$R"
-
-cat >"$T/dnsmasq.conf" <<CONF
-no-resolv
-no-hosts
-listen-address=$N
-bind-interfaces
-address=/big.test/$N
-CONF
-world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
-world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:size
+world_services big.test=$N big2.test=$N || { echo "not ok - the world's services did not start"; exit 1; }
+world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 8080:size 8443:size:tls \
+	--cert "$T/cert.pem" --key "$T/key.pem"
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 # The host's TCP buffers, small and fixed (before the gateway's sockets are
@@ -51,29 +48,62 @@ wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit
 world_host sysctl -q -w net.ipv4.tcp_rmem="4096 8192 8192" net.ipv4.tcp_wmem="4096 8192 8192" ||
 	{ echo "not ok - the host namespace's TCP buffers could not be set"; exit 1; }
 
+# A name of its own for each pipelined request (none is in the pool or the
+# DNS cache when it comes, so its exchange starts once the first is over):
+# more new names under *.big2.test than the default DNS budget.
 write_policy "$T/policy.yaml" <<'P'
 version: 1
+dns:
+  new_names_per_minute: 1000
 allow:
   - host: big.test
+    ports: [8080]
+  - host: "*.big2.test"
+    ports: [8080]
+  - host: big.test
+    ports: [8443]
+    methods: [GET]
 P
+mkdir -m 700 "$T/ca"
 world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
-	--listen 203.0.113.1:3128 --resolver "$N:53" --audit "$T/audit.log" --sandbox test || exit 1
+	--listen 203.0.113.1:3128 --resolver "$N:53" --audit "$T/audit.log" --sandbox test \
+	--ca-dir "$T/ca" --upstream-ca "$T/cert.pem" || exit 1
 gw_pid=$world_gw_pid
 alive() { kill -0 "$gw_pid" 2>/dev/null && echo yes; }
 
-# Responses of CAP-32 KiB to CAP+94 KiB, 2 KiB apart, one client connection
-# each, all open at once; nobody reads for 2 s, then each reads its own.
-out=$(world_host "$PY" - <<'PYC'
-import socket, time
+# slow.py WAY: responses of CAP-16 KiB to CAP+111 KiB, 1 KiB apart, one
+# client connection each, all open at once; nobody reads for 2 s, then each
+# reads its own. WAY: plain, pipelined (each big response kept alive, then
+# a pipelined `Connection: close` GET for 10 bytes), inspected.
+cat >"$T/slow.py" <<'PYC'
+import socket, ssl, sys, time
+way, ca = sys.argv[1], sys.argv[2]
 CAP = 1 << 20
 sizes = [CAP - 16384 + 1024 * i for i in range(128)]
+def get(n, close=True, name=b"big.test"):
+    host = name + (b":8443" if way == "inspected" else b":8080")
+    return (b"GET %s/size/%d HTTP/1.1\r\nHost: %s\r\n%s\r\n"
+            % (b"" if way == "inspected" else b"http://" + host, n, host,
+               b"Connection: close\r\n" if close else b""))
+def read_head(s):
+    got = b""
+    while b"\r\n\r\n" not in got:
+        d = s.recv(1)
+        if not d:
+            break
+        got += d
+    return got
 socks = []
 for n in sizes:
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.settimeout(20)
     s.connect(("203.0.113.1", 3128))
-    s.sendall(b"GET http://big.test/size/%d HTTP/1.1\r\nHost: big.test\r\nConnection: close\r\n\r\n" % n)
+    if way == "inspected":
+        s.sendall(b"CONNECT big.test:8443 HTTP/1.1\r\nHost: big.test:8443\r\n\r\n")
+        read_head(s)
+        s = ssl.create_default_context(cafile=ca).wrap_socket(s, server_hostname="big.test")
+    s.sendall(get(n, False) + get(10, name=b"p%d.big2.test" % n) if way == "pipelined" else get(n))
     socks.append(s)
 time.sleep(2)
 whole = 0
@@ -85,29 +115,25 @@ for n, s in zip(sizes, socks):
             if not d:
                 break
             data += d
-    except OSError:
+    except (OSError, ssl.SSLError):
         pass
     s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    if head.startswith(b"HTTP/1.1 200") and len(body) == n and body.count(b"x") == n:
-        whole += 1
+    want = [n, 10] if way == "pipelined" else [n]
+    ok = True
+    for m in want:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        ok = ok and head.startswith(b"HTTP/1.1 200") and rest[:m] == b"x" * m
+        data = rest[m:]
+    whole += ok and data == b""
 print("whole %d of %d" % (whole, len(sizes)))
 PYC
-)
-check "the gateway is alive after slow clients got the ends of pooled responses" "yes" "$(alive)"
-check "... each client got its response whole" "whole 128 of 128" "$out"
-check "... and it still serves" "whole 1 of 1" "$(world_host "$PY" - <<'PYC'
-import socket
-s = socket.create_connection(("203.0.113.1", 3128), timeout=10)
-s.sendall(b"GET http://big.test/size/10 HTTP/1.1\r\nHost: big.test\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    data += d
-print("whole %d of 1" % (data.endswith(b"\r\n\r\nxxxxxxxxxx") and data.startswith(b"HTTP/1.1 200")))
-PYC
-)"
+for way in plain pipelined inspected; do
+	out=$(world_host "$PY" "$T/slow.py" $way "$T/ca/ca.crt" 2>&1)
+	check "$way: the gateway is alive after slow clients got the ends of pooled responses" "yes" \
+		"$(alive)"
+	check "... each client got its response whole" "whole 128 of 128" "$out"
+done
+check "... and it still serves" "200" \
+	"$(world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x http://203.0.113.1:3128 http://big.test:8080/size/10)"
 check_lacks "... and said no BUG" "BUG" "$(cat "$T/gw.log")"
 finish
