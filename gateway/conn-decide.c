@@ -40,31 +40,46 @@ static void connected(uv_connect_t *req, int status)
 		conn_close(c); /* a handler that never connects: a bug, closed */
 }
 
+static void with_port(struct sockaddr_storage *to, const struct sockaddr *sa, uint16_t port)
+{
+	memcpy(to, sa,
+	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	if (to->ss_family == AF_INET)
+		((struct sockaddr_in *)to)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)to)->sin6_port = htons(port);
+}
+
+/* A kept-alive connection for exactly this host, port and address
+ * (conn-pool.h), where the way in may use one: true when c has it and
+ * goes on with it. */
+static bool take_pooled(struct conn *c, const struct sockaddr *sa)
+{
+	struct sockaddr_storage to;
+
+	if (!c->handler->pooled || c->retried)
+		return false;
+	with_port(&to, sa, c->port);
+	c->up = conn_pool_take(c->gw, c, c->dec.host, c->port, (const struct sockaddr *)&to);
+	if (!c->up)
+		return false;
+	conn_set_state(c, ST_CONNECTING);
+	c->upstream_open = true;
+	c->open_handles++;
+	uv_timer_stop(&c->timer);
+	c->handler->connected(c);
+	return true;
+}
+
 static void start_connect(struct conn *c, const struct sockaddr *sa)
 {
 	struct sockaddr_storage to;
 	int r;
 
-	memcpy(&to, sa,
-	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-	if (to.ss_family == AF_INET)
-		((struct sockaddr_in *)&to)->sin_port = htons(c->port);
-	else
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(c->port);
-
-	conn_set_state(c, ST_CONNECTING);
-	/* A kept-alive connection for exactly this host, port and address
-	 * (conn-pool.h), where the way in may use one. */
-	c->up = c->handler->pooled && !c->retried
-			? conn_pool_take(c->gw, c, c->dec.host, c->port, (const struct sockaddr *)&to)
-			: NULL;
-	if (c->up) {
-		c->upstream_open = true;
-		c->open_handles++;
-		uv_timer_stop(&c->timer);
-		c->handler->connected(c);
+	if (take_pooled(c, sa))
 		return;
-	}
+	with_port(&to, sa, c->port);
+	conn_set_state(c, ST_CONNECTING);
 	c->up = conn_up_new(c->gw, c);
 	if (!c->up) {
 		conn_respond_error(c, 502, "connect-failed", "cannot create a socket");
@@ -92,24 +107,17 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 	}
 }
 
-void conn_connect_again(struct conn *c)
-{
-	struct sockaddr_storage to;
-
-	memcpy(&to, &c->up->addr, sizeof(to));
-	conn_drop_upstream(c);
-	c->retried = true;
-	c->bytes_up = 0; /* counted again as it is sent again */
-	start_connect(c, (const struct sockaddr *)&to);
-}
-
-const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
-					 const char **ret_refused)
+/* sync: read the host's address changes first (a netlink read, what
+ * choosing an address for a new connection needs); without, the list
+ * as last read. */
+static const struct sockaddr *pick_address(const struct conn *c, const struct sl_gw_addrs *a,
+					   const char **ret_refused, bool sync)
 {
 	size_t i;
 
 	*ret_refused = NULL;
-	sl_gw_local_sync(c->gw);
+	if (sync)
+		sl_gw_local_sync(c->gw);
 	for (i = 0; i < a->n; i++) {
 		const struct sockaddr *sa = (const struct sockaddr *)&a->addr[i];
 		const uint8_t *bytes =
@@ -135,15 +143,33 @@ const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_g
 	return NULL;
 }
 
+const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
+					 const char **ret_refused)
+{
+	return pick_address(c, a, ret_refused, true);
+}
+
 /* The first address the policy lets us reach: never the gateway host's
  * own, never a special range unless private_addresses lists it (SSRF and
- * DNS rebinding: the name is the client's, the addresses are its DNS's). */
+ * DNS rebinding: the name is the client's, the addresses are its DNS's).
+ * A kept-alive connection to it is taken before the host's address
+ * changes are read: the addresses decide where a new connection goes, and
+ * an open one goes where it went (it was checked when it was opened,
+ * under this policy: a reload empties the pool). That read is a system
+ * call per request otherwise. When the pool has none, the choice is made
+ * again on the list read afresh. */
 static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
 {
 	const char *refused;
-	const struct sockaddr *sa = conn_pick_address(c, a, &refused);
+	const struct sockaddr *sa;
 	char msg[SL_HOST_BUF + 160];
 
+	if (c->handler->pooled && !c->retried) {
+		sa = pick_address(c, a, &refused, false);
+		if (sa && take_pooled(c, sa))
+			return;
+	}
+	sa = conn_pick_address(c, a, &refused);
 	if (sa) {
 		start_connect(c, sa);
 		return;
@@ -153,6 +179,20 @@ static void connect_first_permitted(struct conn *c, const struct sl_gw_addrs *a)
 		 "range under private_addresses to allow it",
 		 c->dec.host, refused ? refused : "none");
 	conn_respond_error(c, 403, "private-address", msg);
+}
+
+/* The same address again, on a new connection (the pooled one closed
+ * under the request): chosen again as any new connection's is, on the
+ * host's addresses read afresh, since the pooled one was taken without. */
+void conn_connect_again(struct conn *c)
+{
+	struct sl_gw_addrs a = {.n = 1};
+
+	memcpy(&a.addr[0], &c->up->addr, sizeof(a.addr[0]));
+	conn_drop_upstream(c);
+	c->retried = true;
+	c->bytes_up = 0; /* counted again as it is sent again */
+	connect_first_permitted(c, &a);
 }
 
 static void resolved(void *data, int status, const struct sl_gw_addrs *addrs)

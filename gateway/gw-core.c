@@ -152,7 +152,8 @@ static bool route_local(struct sl_gw *gw, int family, const uint8_t *addr)
 	int r;
 
 	/* Asked before, since the kernel last said a route, rule or address
-	 * changed (sl_gw_local_sync, which runs before every choice)? */
+	 * changed (sl_gw_local_sync, which runs before every choice of an
+	 * address for a new connection)? */
 	for (i = 0; gw->nl_open && i < gw->n_route_cache; i++)
 		if (gw->route_cache[i].family == family &&
 		    !memcmp(gw->route_cache[i].addr, addr, len))

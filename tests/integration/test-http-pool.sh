@@ -239,6 +239,41 @@ check "... each audited" "1 1" "$(audit_count '"path":"/s1"') $(audit_count '"pa
 
 check "the gateway is still serving" "$OK" "$(get http://raw.test/last)"
 
+# ---- the origin's address becomes the gateway host's own ----
+# A pooled connection is taken before the host's address changes are read
+# (an open connection goes where it went); the one its origin then closes
+# under the request is retried on a new connection, whose address must be
+# checked on the list read afresh: here it is the host's own, where a
+# canary listens on every address of the host's port 80.
+check "raw.test once more: its connection is pooled" "$OK" "$(get http://raw.test/before-local)"
+world_host_bg "$PY" -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 80)); s.listen(8); open(sys.argv[1] + ".ready", "w").close()
+while True:
+    c, a = s.accept()
+    c.settimeout(2)
+    try:
+        d = c.recv(65536)
+    except OSError:
+        d = b""
+    with open(sys.argv[1], "ab") as f:
+        f.write(b"conn %r %r\n" % (a, d[:60]))
+    c.close()' "$T/host-canary.log"
+hc_pid=$!
+world_kill_pids+=("$hc_pid")
+wait_for_file "$T/host-canary.log.ready" || echo "not ok - the host's canary did not start"
+world_host ip addr add "$N/32" dev lo
+out=$(get http://raw.test/now-local)
+world_host ip addr del "$N/32" dev lo
+check "a request once the origin's address is the host's own: refused, not sent to the host" \
+	"403" "${out##* }"
+check "... the host's own service saw nothing" "" "$(cat "$T/host-canary.log" 2>/dev/null)"
+check "... audited as the gateway host itself" '"reason":"private-address"' \
+	"$(audit_match '"path":"/now-local"' | grep -o '"reason":"private-address"')"
+kill "$hc_pid" 2>/dev/null
+check "the address gone again: raw.test is served" "$OK" "$(get http://raw.test/after-local)"
+
 # ---- the audit log, written in batches: one record per request, none lost ----
 cat >"$T/load.py" <<'PY'
 import http.client, sys, threading
