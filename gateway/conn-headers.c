@@ -56,13 +56,19 @@ int conn_plain_head_check(struct conn *c)
 
 bool conn_http_hop_by_hop(const struct sl_http_request *r, const struct sl_http_span *name)
 {
-	static const char *const always[] = {
-	    "connection",	  "keep-alive", "proxy-connection", "proxy-authorization",
-	    "proxy-authenticate", "te",		"upgrade",	    "trailer"};
+	/* With their lengths: this runs for every header of every message. */
+#define W(s) {s, sizeof(s) - 1}
+	static const struct {
+		const char *s;
+		size_t n;
+	} always[] = {W("connection"),		W("keep-alive"), W("proxy-connection"),
+		      W("proxy-authorization"), W("proxy-authenticate"), W("te"),
+		      W("upgrade"),		W("trailer")};
+#undef W
 	size_t i;
 
 	for (i = 0; i < ELEMENTSOF(always); i++)
-		if (sl_http_span_caseeq(name, always[i]))
+		if (name->len == always[i].n && strncasecmp(name->p, always[i].s, name->len) == 0)
 			return true;
 	/* Headers the client listed in Connection are hop-by-hop too; never
 	 * those that frame or route a message (a request naming them is

@@ -640,13 +640,38 @@ const char *sl_verdict_to_string(enum sl_verdict v)
 	return "deny";
 }
 
+/* buf[*at..] = s[0..n), as far as size leaves room for the NUL. */
+static void id_put(char *buf, size_t size, size_t *at, const char *s, size_t n)
+{
+	if (*at + n >= size)
+		n = size - 1 - *at;
+	memcpy(buf + *at, s, n);
+	*at += n;
+}
+
+/* As snprintf would write it (truncated to size), without printf: this
+ * runs for every audit record. */
 const char *sl_rule_id(const struct sl_rule *r, char *buf, size_t size)
 {
-	if (r->name)
-		snprintf(buf, size, "%s", r->name);
-	else
-		snprintf(buf, size, "%s[%u]", r->kind == SL_RULE_ALLOW ? "allow" : "deny",
-			 r->index);
+	char digits[sizeof(unsigned) * 3 + 1], *d = digits + sizeof(digits);
+	const char *kind = r->kind == SL_RULE_ALLOW ? "allow" : "deny";
+	unsigned v = r->index;
+	size_t at = 0;
+
+	if (size == 0)
+		return buf;
+	if (r->name) {
+		id_put(buf, size, &at, r->name, strlen(r->name));
+	} else {
+		do
+			*--d = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		id_put(buf, size, &at, kind, strlen(kind));
+		id_put(buf, size, &at, "[", 1);
+		id_put(buf, size, &at, d, (size_t)(digits + sizeof(digits) - d));
+		id_put(buf, size, &at, "]", 1);
+	}
+	buf[at] = '\0';
 	return buf;
 }
 

@@ -687,10 +687,35 @@ static void test_observe_suffix(void **state)
 	assert_string_equal(b, "localhost");
 }
 
+/* A rule's id as the audit log and messages spell it, truncated as
+ * snprintf truncates. */
+static void test_rule_id(void **state)
+{
+	struct sl_rule r = {.kind = SL_RULE_ALLOW, .index = 1234567};
+	char id[32], small[5];
+
+	(void)state;
+	assert_string_equal(sl_rule_id(&r, id, sizeof(id)), "allow[1234567]");
+	r.kind = SL_RULE_DENY;
+	r.index = 10;
+	assert_string_equal(sl_rule_id(&r, id, sizeof(id)), "deny[10]");
+	r.index = 4294967295u;
+	assert_string_equal(sl_rule_id(&r, id, sizeof(id)), "deny[4294967295]");
+	assert_string_equal(sl_rule_id(&r, small, sizeof(small)), "deny");
+	r.index = 7;
+	assert_string_equal(sl_rule_id(&r, id, 8), "deny[7]");
+	assert_string_equal(sl_rule_id(&r, id, 7), "deny[7");
+	r.name = "model-api";
+	assert_string_equal(sl_rule_id(&r, id, sizeof(id)), "model-api");
+	assert_string_equal(sl_rule_id(&r, small, sizeof(small)), "mode");
+	assert_string_equal(sl_rule_id(&r, small, 1), "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_default_deny),
+		cmocka_unit_test(test_rule_id),
 		cmocka_unit_test(test_exact_names),
 		cmocka_unit_test(test_wildcards),
 		cmocka_unit_test(test_deny_beats_allow),
