@@ -2,7 +2,8 @@
 /*
  * A proxy connection begins: accepted on the proxy's or the capture's
  * listener, its peer checked (only the sandbox is served), then handed to
- * its way in. Above conn.c, which it calls; below gateway.c.
+ * its way in, and later, it may be, to another handler (conn_hand_to).
+ * Above conn.c, which it calls; below gateway.c.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -119,4 +120,25 @@ void sl_gw_conn_close_observed(struct sl_gw *gw)
 		if (c->decided && c->dec.verdict == SL_VERDICT_OBSERVE)
 			conn_close(c);
 	}
+}
+
+/* ---- handlers ---- */
+
+void conn_use(struct conn *c, enum conn_way way)
+{
+	c->handler = c->gw->conn_ways[way];
+}
+
+void conn_hand_to(struct conn *c, enum conn_way way)
+{
+	conn_use(c, way);
+	if (c->handler->start)
+		c->handler->start(c);
+	else
+		conn_close(c); /* a handler that cannot be handed to: a bug, closed */
+}
+
+void conn_set_way_in(struct conn *c, enum conn_way way)
+{
+	c->way_in = way;
 }

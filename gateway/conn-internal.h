@@ -228,12 +228,6 @@ static inline uv_stream_t *conn_upstream(struct conn *c)
  * not allow. Entering DONE (an exchange over, the connection kept) or
  * CLOSED (the last handle closed) writes the exchange's record. */
 void conn_set_state(struct conn *c, enum state to);
-/* c's handler from now on is way's; conn_hand_to also starts it. */
-void conn_use(struct conn *c, enum conn_way way);
-void conn_hand_to(struct conn *c, enum conn_way way);
-/* The handler that reads c's next request (a tunnel that carries plain
- * HTTP reads them as the proxy's). */
-void conn_set_way_in(struct conn *c, enum conn_way way);
 void conn_free(struct conn *c);
 /* Keep n client bytes as the next request's (c->pipelined), whole (a head
  * and part of its body can come in one read); the head's own cap applies
@@ -287,6 +281,15 @@ int conn_refusal(const struct conn *c, int status, const char *reason, const cha
 		 char **ret);
 /* The reason c's audit record gives: the one set, else the decision's. */
 const char *conn_reason(const struct conn *c);
+
+/* ---- conn-accept.c: the ways in, and handing over ---- */
+
+/* c's handler from now on is way's; conn_hand_to also starts it. */
+void conn_use(struct conn *c, enum conn_way way);
+void conn_hand_to(struct conn *c, enum conn_way way);
+/* The handler that reads c's next request (a tunnel that carries plain
+ * HTTP reads them as the proxy's). */
+void conn_set_way_in(struct conn *c, enum conn_way way);
 
 /* ---- conn-decide.c: decide -> resolve -> connect ---- */
 

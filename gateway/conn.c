@@ -785,24 +785,3 @@ void conn_next_after_upstream(struct conn *c)
 	else
 		conn_next_request(c);
 }
-
-/* ---- handlers ---- */
-
-void conn_use(struct conn *c, enum conn_way way)
-{
-	c->handler = c->gw->conn_ways[way];
-}
-
-void conn_hand_to(struct conn *c, enum conn_way way)
-{
-	conn_use(c, way);
-	if (c->handler->start)
-		c->handler->start(c);
-	else
-		conn_close(c); /* a handler that cannot be handed to: a bug, closed */
-}
-
-void conn_set_way_in(struct conn *c, enum conn_way way)
-{
-	c->way_in = way;
-}
