@@ -43,8 +43,10 @@ world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 8080:size 8443:s
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 # The host's TCP buffers, small and fixed (before the gateway's sockets are
-# made): the gateway's reads from the origin and what the kernel holds for
-# the client are a few KiB each.
+# made, its listener's too: accepted sockets start from its sizes): the
+# gateway's reads from the origin and what the kernel holds for the client
+# are a few KiB each. slow.py sets them so again for each way in, and back
+# to the usual once nobody is to read slowly any more.
 world_host sysctl -q -w net.ipv4.tcp_rmem="4096 8192 8192" net.ipv4.tcp_wmem="4096 8192 8192" ||
 	{ echo "not ok - the host namespace's TCP buffers could not be set"; exit 1; }
 
@@ -71,7 +73,8 @@ world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
 gw_pid=$world_gw_pid
 alive() { kill -0 "$gw_pid" 2>/dev/null && echo yes; }
 
-# slow.py WAY: responses of CAP-16 KiB to CAP+111 KiB, 1 KiB apart, one
+# slow.py WAY: responses of CAP-16 KiB to CAP+111 KiB, 1 KiB apart (2 KiB
+# for inspected, the most costly under ASan and found sound: a guard), one
 # client connection each, all open at once; nobody reads for 2 s, then each
 # reads its own. WAY: plain, pipelined (each big response kept alive, then
 # a pipelined `Connection: close` GET for 10 bytes), inspected.
@@ -79,7 +82,8 @@ cat >"$T/slow.py" <<'PYC'
 import socket, ssl, sys, time
 way, ca = sys.argv[1], sys.argv[2]
 CAP = 1 << 20
-sizes = [CAP - 16384 + 1024 * i for i in range(128)]
+step = 2048 if way == "inspected" else 1024
+sizes = [CAP - 16384 + step * i for i in range(128 * 1024 // step)]
 def get(n, close=True, name=b"big.test"):
     host = name + (b":8443" if way == "inspected" else b":8080")
     return (b"GET %s/size/%d HTTP/1.1\r\nHost: %s\r\n%s\r\n"
@@ -93,6 +97,9 @@ def read_head(s):
             break
         got += d
     return got
+for name in ("tcp_rmem", "tcp_wmem"):
+    with open("/proc/sys/net/ipv4/" + name, "w") as f:
+        f.write("4096 8192 8192")
 socks = []
 for n in sizes:
     s = socket.socket()
@@ -106,6 +113,12 @@ for n in sizes:
     s.sendall(get(n, False) + get(10, name=b"p%d.big2.test" % n) if way == "pipelined" else get(n))
     socks.append(s)
 time.sleep(2)
+# Now read at full speed: the kernel's buffers back to what they were.
+for name, v in (("tcp_rmem", "4096 131072 6291456"), ("tcp_wmem", "4096 16384 4194304")):
+    with open("/proc/sys/net/ipv4/" + name, "w") as f:
+        f.write(v)
+for s in socks:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
 whole = 0
 for n, s in zip(sizes, socks):
     data = b""
@@ -131,7 +144,9 @@ for way in plain pipelined inspected; do
 	out=$(world_host "$PY" "$T/slow.py" $way "$T/ca/ca.crt" 2>&1)
 	check "$way: the gateway is alive after slow clients got the ends of pooled responses" "yes" \
 		"$(alive)"
-	check "... each client got its response whole" "whole 128 of 128" "$out"
+	n=128
+	[ $way = inspected ] && n=64
+	check "... each client got its response whole" "whole $n of $n" "$out"
 done
 check "... and it still serves" "200" \
 	"$(world_host curl -s -m 10 -o /dev/null -w '%{http_code}' -x http://203.0.113.1:3128 http://big.test:8080/size/10)"
