@@ -40,7 +40,7 @@ static void connected(uv_connect_t *req, int status)
 		conn_close(c); /* a handler that never connects: a bug, closed */
 }
 
-static void with_port(struct sockaddr_storage *to, const struct sockaddr *sa, uint16_t port)
+void conn_addr_with_port(struct sockaddr_storage *to, const struct sockaddr *sa, uint16_t port)
 {
 	memcpy(to, sa,
 	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
@@ -59,7 +59,7 @@ static bool take_pooled(struct conn *c, const struct sockaddr *sa)
 
 	if (!c->handler->pooled || c->retried)
 		return false;
-	with_port(&to, sa, c->port);
+	conn_addr_with_port(&to, sa, c->port);
 	c->up = conn_pool_take(c->gw, c, c->dec.host, c->port, (const struct sockaddr *)&to);
 	if (!c->up)
 		return false;
@@ -78,7 +78,7 @@ static void start_connect(struct conn *c, const struct sockaddr *sa)
 
 	if (take_pooled(c, sa))
 		return;
-	with_port(&to, sa, c->port);
+	conn_addr_with_port(&to, sa, c->port);
 	conn_set_state(c, ST_CONNECTING);
 	c->up = conn_up_new(c->gw, c);
 	if (!c->up) {

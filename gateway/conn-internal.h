@@ -298,8 +298,11 @@ void conn_decide_and_go(struct conn *c, const char *host, size_t host_len, const
 /* Connect again to the address c's upstream has, on a new connection
  * (the pooled one was closed under the request), once per exchange. */
 void conn_connect_again(struct conn *c);
+/* sa (an IPv4 or IPv6 address) with port, into to. */
+void conn_addr_with_port(struct sockaddr_storage *to, const struct sockaddr *sa, uint16_t port);
 /* The first of a's addresses the policy lets us reach (never the gateway
- * host's own, never a special range the policy does not list); NULL with
+ * host's own, read afresh first: for a new connection; never a special
+ * range the policy does not list); NULL with
  * *ret_refused saying why the last one was refused. */
 const struct sockaddr *conn_pick_address(const struct conn *c, const struct sl_gw_addrs *a,
 					 const char **ret_refused);

@@ -374,12 +374,7 @@ static void up_connect(struct up *up, const struct conn *c, const struct sl_gw_a
 		up_fail(up, 403, "private-address", why);
 		return;
 	}
-	memcpy(&to, sa,
-	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-	if (to.ss_family == AF_INET)
-		((struct sockaddr_in *)&to)->sin_port = htons(up->port);
-	else
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(up->port);
+	conn_addr_with_port(&to, sa, up->port);
 	r = uv_tcp_init(c->gw->loop, &up->tcp);
 	if (r < 0) {
 		up_fail(up, 502, "connect-failed", "cannot create a socket");
