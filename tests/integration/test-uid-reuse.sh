@@ -165,6 +165,12 @@ released() {
 	done
 	return 1
 }
+# check_released LABEL: both uids released clean (their lock files gone).
+check_released() {
+	if released; then ok "$1"; else notok "$1: lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+}
+# ours UID: yes when UID is one of the two the range holds.
+ours() { [ "$1" = "$U1" ] || [ "$1" = "$U2" ] && echo yes; }
 HOLD='echo "uid $(id -u)"; while [ ! -e /tmp/slt-go ]; do sleep 0.05; done'
 # start_run NAME: a run whose command holds until end_run; $run_pid is its
 # sluice, $run_uid its command's uid.
@@ -190,8 +196,7 @@ check "... and the uids' lock files are there while it runs" "held held" \
 	"$(lockfile "$ua") $(lockfile "$ga")"
 end_run "$apid"
 check "the run exits 0" 0 "$?"
-if released; then ok "after it, both uids are released clean (their lock files removed)"; else
-	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+check_released "after it, both uids are released clean (their lock files removed)"
 # Emptied, and gone: a keyring named to be emptied exists from then on,
 # three keys of a uid for good (up to 65,533 uids), and every key the
 # kernel holds slows the making of the next.
@@ -231,13 +236,12 @@ wait "$spid" 2>/dev/null
 start_run c
 cpid=$run_pid uc=$run_uid
 check "the run after the killed one gets the uids again" "yes" \
-	"$([ "$uc" = "$U1" ] || [ "$uc" = "$U2" ] && echo yes)"
+	"$(ours "$uc")"
 check "... and sees no key the killed run's uids were given (scrubbed before it was handed out)" \
 	"none none" "$(key find "$uc") $(key find "$(other "$uc")")"
 end_run "$cpid"
 check "it exits 0" 0 "$?"
-if released; then ok "... and its uids are released clean"; else
-	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+check_released "... and its uids are released clean"
 # Scrubbed at its start (keys were given to them before), not at its
 # end (nothing was): no keyring of theirs is left either way.
 check "... owning no key, neither made by the scrub at its start nor by its end" none \
@@ -253,8 +257,7 @@ case "$serial" in [0-9]*) ok "as a run's uid, its user keyring is kept from its 
 *) notok "guarding the keyring of $run_uid: $serial" ;; esac
 end_run "$run_pid"
 check "the run exits 0" 0 "$?"
-if released; then ok "... both uids are released clean (the keyring emptied and freed as its possessor)"; else
-	notok "lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+check_released "... both uids are released clean (the keyring emptied and freed as its possessor)"
 check "... owning no key" none "$(key_owners)"
 
 # Kept from the possessor's link (the keyring is found and emptied, but
@@ -280,13 +283,12 @@ for how in guard-nolink guard-all; do
 	start_run "e-$how"
 	ue=$run_uid
 	check "$how: the next run gets both uids again" yes \
-		"$([ "$ue" = "$U1" ] || [ "$ue" = "$U2" ] && echo yes)"
+		"$(ours "$ue")"
 	check "$how: ... and sees no key of the guarded keyring (scrubbed before it was handed out)" \
 		"none none" "$(key find "$ue") $(key find "$(other "$ue")")"
 	end_run "$run_pid"
 	check "$how: it exits 0" 0 "$?"
-	if released; then ok "$how: ... and both uids are released clean"; else
-		notok "$how: lock files left: $(lockfile "$U1") $(lockfile "$U2")"; fi
+	check_released "$how: ... and both uids are released clean"
 	check "$how: ... owning no key" none "$(key_owners)"
 done
 
