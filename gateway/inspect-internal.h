@@ -188,6 +188,7 @@ struct insp {
 	bool req_body;
 	bool head_req, ws_req, client_ka;
 	bool reused; /* in->up came from the pool; uhead is kept for a retry */
+	bool spared; /* the spare to take in->up's place is made (req_body) */
 
 	/* Its response. */
 	struct sl_http_response resp;

@@ -373,6 +373,19 @@ static bool drive_upstream(struct insp *in)
  * what it made for the client goes out once, at the end. */
 void insp_drive_upstream(struct insp *in)
 {
-	if (drive_upstream(in) && !insp_closing(in) && insp_client_flush(in, false) < 0)
+	if (drive_upstream(in) && !insp_closing(in) && insp_client_flush(in, false) < 0) {
 		conn_close(in->c);
+		return;
+	}
+	/* The answer to a request with a body has begun and goes on past this
+	 * read (a model's, streamed for seconds): the spare to take its
+	 * connection's place (insp_end_exchange) is made now, so that its
+	 * handshake, two round trips to an origin across the internet, is
+	 * done by the time the next such request comes. Not as the request
+	 * goes: the origin's work on the handshake would then delay the
+	 * answer (an origin on one core answers a POST 0.8 ms later). */
+	if (in->up && in->req_body && in->resp_head_done && !in->spared && !insp_closing(in)) {
+		in->spared = true;
+		insp_up_spare(in, in->up);
+	}
 }

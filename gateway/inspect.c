@@ -125,9 +125,9 @@ void insp_end_exchange(struct insp *in, bool reusable)
 		} else {
 			/* One that carried a body is closed (inspect-internal.h,
 			 * req_body), and a new one, that carried nothing, takes
-			 * its place in the pool: the next request does not wait
-			 * for a handshake that could have been made meanwhile. */
-			if (keep)
+			 * its place in the pool (made already if the answer
+			 * took more than one read: insp_drive_upstream). */
+			if (keep && !in->spared)
 				insp_up_spare(in, up);
 			insp_up_close(up);
 		}
@@ -152,6 +152,7 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	memset(&in->resp, 0, sizeof(in->resp));
 	in->resp_head_done = in->resp_started = in->resp_ka = in->close_after = false;
 	in->body_done = in->head_req = in->ws_req = in->client_ka = in->req_body = false;
+	in->spared = false;
 	in->up_paused = false;
 	in->st = I_HEAD;
 	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);

@@ -153,6 +153,27 @@ else
 fi
 alive "72 POSTs at once"
 
+# S6b: the spare is made once the answer to a POST has begun, not when it
+# has ended: while the origin holds the rest of a POST's answer (a model's
+# streamed for seconds), the spare's handshake has begun, and the next POST
+# goes on it.
+hup
+before=$(n_conns)
+world_host_bg env CA="$T/ca/ca-bundle.crt" "$PY" "$here/lib/spare-client.py" "POST /stream2" \
+	>"$T/s6b.out" 2>&1
+held=$!
+for _ in $(seq 30); do [ "$(n_conns)" -ge $((before + 2)) ] && break; sleep 0.05; done
+if kill -0 "$held" 2>/dev/null; then
+	check "while the rest of a POST's answer is held, the spare's handshake has begun" \
+		"$((before + 2))" "$(n_conns)"
+else
+	notok "the held POST was answered within 1.5 s: $(cat "$T/s6b.out")"
+fi
+wait "$held"
+check_has "... the POST gets its whole answer" "echo /stream2 conn=$((before + 1))" "$(cat "$T/s6b.out")"
+out=$(ex "POST /after-stream")
+check "... and the next POST goes on the spare" "$((before + 2))" "$(conn_of /after-stream "$out")"
+
 # S7: SIGTERM with one spare taken and one not, both mid-handshake.
 hup
 ex "POST /arm5" >/dev/null

@@ -4,7 +4,8 @@
 # connection, inspect-upstream.c, made after that exchange, stays
 # mid-handshake that long); one for /chatty makes the next connection
 # send an answer nobody asked for ("EVIL") as soon as its handshake is
-# done (logged "conn=N spoke").
+# done (logged "conn=N spoke"); one for /streamD gets its answer's head at
+# once and its body D seconds later.
 # Each request (Content-Length bodies read) is answered
 # "echo <target> conn=<N>", kept alive. Logs, in LOGDIR: requests.log
 # ("conn=N METHOD TARGET body=LEN"), conns ("conn=N handshake" when its
@@ -65,7 +66,12 @@ def handle(s, k):
                     chat[0] = True
             log("requests.log", "conn=%d %s %s body=%d" % (k, method.decode(), target.decode(), cl))
             body = b"echo %s conn=%d" % (target, k)
-            t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+            if target.startswith(b"/stream"):  # /streamD: the head now, the body D s later
+                t.sendall(head)
+                time.sleep(float(target[7:]))
+                head = b""
+            t.sendall(head + body)
     except Exception as e:
         log("conns", "conn=%d error %r" % (k, e))
     finally:
