@@ -36,7 +36,8 @@
 # Usage: bench/run-inspect.sh [PATH-TO-SLUICE] [N]     (N default 500)
 # Environment: REPS (default 5), BIG (1 MiB downloads per repetition,
 # default N/10, at least 10), POSTS (default N/5, at least 10); ONLY, a
-# comma-separated subset of keep-alive,new,big,post,post-idle to run; WAYS, of
+# comma-separated subset of keep-alive,new,big,post,post-idle,post-stream to run
+# (STREAM_MS, the pause inside a streamed answer, default 5); WAYS, of
 # passthrough,inspected,squid (direct always runs); PROFILE=perf
 # (perf record of the gateway, its report after the table; PERF_FREQ
 # samples a second, default 2000) or
@@ -50,7 +51,8 @@ N=${2:-500}
 REPS=${REPS:-5}
 BIG=${BIG:-$((N / 10 < 10 ? 10 : N / 10))}
 POSTS=${POSTS:-$((N / 5 < 10 ? 10 : N / 5))}
-ONLY=${ONLY:-keep-alive,new,big,post,post-idle}
+ONLY=${ONLY:-keep-alive,new,big,post,post-idle,post-stream}
+STREAM_MS=${STREAM_MS:-5}
 WAYS=${WAYS:-passthrough,inspected,squid}
 PROFILE=${PROFILE:-}
 PY=/usr/bin/python3
@@ -129,6 +131,7 @@ http {
 	# /post answers only once it has read the whole body: nginx's return
 	# would answer before it, so it is proxied to a local server.
 	upstream reader { server 127.0.0.1:8081; keepalive 4; }
+	upstream streamer { server 127.0.0.1:8082; keepalive 4; }
 	server {
 		listen $O:443 ssl;
 		server_name $API $PASS;
@@ -143,6 +146,12 @@ http {
 			proxy_pass http://reader;
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
+		}
+		location = /stream {
+			proxy_pass http://streamer;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_buffering off;
 		}
 		location = /auth {
 			default_type text/plain;
@@ -162,6 +171,47 @@ http {
 EOF
 world_bg "$WORLD_NET" "$NGINX" -p "$W" -c "$W/nginx.conf" -e "$W/error.log"
 nginx_pid=$!
+# /stream, behind nginx: a POST's answer streamed as a model streams one,
+# its head and first event at once and the rest STREAM_MS later.
+cat >"$W/streamer.py" <<'PY'
+import socket, sys, threading, time
+gap = float(sys.argv[1]) / 1000
+def chunk(b):
+    return b"%x\r\n%s\r\n" % (len(b), b)
+def serve(s):
+    buf = b""
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the rest not held for an ACK
+    with s:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                c = s.recv(65536)
+                if not c:
+                    return
+                buf += c
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            cl = 0
+            for l in head.split(b"\r\n")[1:]:
+                if l.lower().startswith(b"content-length:"):
+                    cl = int(l.split(b":")[1])
+            while len(buf) < cl:
+                c = s.recv(65536)
+                if not c:
+                    return
+                buf += c
+            buf = buf[cl:]
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n" + chunk(b"data: first\n\n"))
+            time.sleep(gap)
+            s.sendall(chunk(b"data: rest\n\n") + b"0\r\n\r\n")
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", 8082))
+ls.listen(16)
+while True:
+    threading.Thread(target=serve, args=(ls.accept()[0],), daemon=True).start()
+PY
+world_bg "$WORLD_NET" "$PY" "$W/streamer.py" "$STREAM_MS"
+streamer_pid=$!
 
 # ---- sluice: one inspected host with a credential, one passthrough ----
 mkdir -m 700 "$T/ca"
@@ -206,6 +256,7 @@ wait_listen() { # NAME NS ADDR PORT PID
 }
 wait_listen nginx "$WORLD_NET" "$O" 443 "$nginx_pid" ||
 	die "nginx did not start: $(cat "$W/error.log" 2>/dev/null)"
+wait_listen streamer "$WORLD_NET" 127.0.0.1 8082 "$streamer_pid" || die "the /stream server did not start"
 wait_listen sluice "$WORLD_HOST" "$G" 3128 "$gw_pid" ||
 	die "sluice gateway did not start: $(cat "$T/gw.log")"
 [ -s "$T/ca/ca.crt" ] || die "sluice made no $T/ca/ca.crt"
@@ -340,7 +391,7 @@ def throughput(way):
 IDLE = 0.02  # an agent's pause between two calls of its model API
 BODY = b'{"model":"bench-1","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
 
-def post_two_writes(way, pause=0.0):
+def post_two_writes(way, pause=0.0, path="/post"):
     conn = connect(way)
     get(conn, way[2], "/small")  # handshake and warm-up, not timed
     lat = []
@@ -348,7 +399,7 @@ def post_two_writes(way, pause=0.0):
     for _ in range(posts):
         time.sleep(pause)  # not timed
         t = time.perf_counter()
-        conn.putrequest("POST", "/post", skip_host=True, skip_accept_encoding=True)
+        conn.putrequest("POST", path, skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", way[2])
         conn.putheader("Content-Type", "application/json")
         conn.putheader("Content-Length", str(len(BODY)))
@@ -357,7 +408,7 @@ def post_two_writes(way, pause=0.0):
         r = conn.getresponse()
         r.read()
         if r.status != 200:
-            raise SystemExit("POST https://%s/post: %d" % (way[2], r.status))
+            raise SystemExit("POST https://%s%s: %d" % (way[2], path, r.status))
         lat.append(time.perf_counter() - t)
         total += lat[-1]
     conn.close()
@@ -366,6 +417,9 @@ def post_two_writes(way, pause=0.0):
 def post_after_idle(way):
     return post_two_writes(way, IDLE)
 
+def post_streamed(way):
+    return post_two_writes(way, 0.0, "/stream")
+
 # (label, function, higher is better, requests per run, what CPU is counted per)
 # (the warm-up request counts: the proxy did that work too).
 benches = [("keep-alive: ms/request", keepalive, False, n + 1, "request", "keep-alive"),
@@ -373,7 +427,9 @@ benches = [("keep-alive: ms/request", keepalive, False, n + 1, "request", "keep-
            ("1 MiB response: MB/s", throughput, True, big + 1, "MiB", "big"),
            ("POST, 2 writes: ms/request", post_two_writes, False, posts + 1, "request", "post"),
            ("POST after %d ms idle: ms/req" % (IDLE * 1000), post_after_idle, False, posts + 1,
-            "request", "post-idle")]
+            "request", "post-idle"),
+           ("POST, answer streamed: ms/req", post_streamed, False, posts + 1, "request",
+            "post-stream")]
 benches = [b[:5] for b in benches if b[5] in only.split(",")]
 res = {(b[0], w[0]): [] for b in benches for w in ways}
 lats = {(b[0], w[0]): [] for b in benches for w in ways}
@@ -399,6 +455,9 @@ for bname, fn, higher_is_better, k, per in benches:
     med = {w: statistics.median(res[(bname, w)]) for w in names}
     row(bname, ["%.3f" % med[w] if not higher_is_better else "%.0f" % med[w] for w in names])
     row("  x direct", ["%.2fx" % (med[w] / med["direct"]) for w in names])
+    if "passthrough" in med:  # the hop's own cost set aside: what inspecting adds
+        row("  x passthrough", ["%.2fx" % (med[w] / med["passthrough"]) if w != "direct" else ""
+                                for w in names])
     if lats[(bname, "direct")]:
         for q, label in ((50, "  p50 ms"), (99, "  p99 ms")):
             cells = []
