@@ -91,6 +91,7 @@ struct sl_gw_tls {
 	struct up *pool; /* idle upstream connections, most recent first */
 	unsigned n_pool;
 	unsigned gen; /* bumped by every flush: older connections are not pooled again */
+	uint64_t n_made; /* struct up ids */
 	/* The system's trust store, read at start (a confined gateway can
 	 * open no file later) and parsed at the first upstream connection:
 	 * some 150 certificates, tens of milliseconds, off every sandbox's
@@ -150,6 +151,7 @@ struct up {
 	enum sl_host_kind kind;
 	uint16_t port;
 	unsigned gen;
+	uint64_t id; /* numbered by t: an exchange can tell its spare still waits */
 	struct sl_gw_resolve_req *rreq;
 };
 
@@ -188,7 +190,7 @@ struct insp {
 	bool req_body;
 	bool head_req, ws_req, client_ka;
 	bool reused; /* in->up came from the pool; uhead is kept for a retry */
-	bool spared; /* the spare to take in->up's place is made (req_body) */
+	uint64_t spare_id; /* the spare made to take in->up's place (req_body), or 0 */
 
 	/* Its response. */
 	struct sl_http_response resp;
@@ -247,7 +249,8 @@ void insp_pool_put(struct up *up);
  * made now and put in the pool, where a request may take it before its
  * handshake is done: for an old that may not be pooled because of what
  * it carried. Nothing when the pool is full or flushed since old. */
-void insp_up_spare(struct insp *in, struct up *old);
+uint64_t insp_up_spare(struct insp *in, struct up *old);
+bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id);
 /* in->up: from the pool (unless fresh), else a new connection; the head
  * goes once it is ready (in->ops->up_ready). */
 void insp_get_upstream(struct insp *in, bool fresh);

@@ -383,9 +383,11 @@ void insp_drive_upstream(struct insp *in)
 	 * handshake, two round trips to an origin across the internet, is
 	 * done by the time the next such request comes. Not as the request
 	 * goes: the origin's work on the handshake would then delay the
-	 * answer (an origin on one core answers a POST 0.8 ms later). */
-	if (in->up && in->req_body && in->resp_head_done && !in->spared && !insp_closing(in)) {
-		in->spared = true;
-		insp_up_spare(in, in->up);
-	}
+	 * answer (an origin on one core answers a POST 0.8 ms later). Only
+	 * where the exchange's end would make one: a kept-alive answer, the
+	 * body all sent, no websocket; tried again on later reads while the
+	 * pool has no room. */
+	if (in->up && in->req_body && in->resp_head_done && in->resp_ka && in->body_done &&
+	    in->st == I_EXCHANGE && !in->spare_id && !insp_closing(in))
+		in->spare_id = insp_up_spare(in, in->up);
 }

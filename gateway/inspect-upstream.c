@@ -487,6 +487,7 @@ static struct up *up_new(struct sl_gw_tls *t, struct insp *in, const struct up *
 		return NULL;
 	up->t = t;
 	up->gen = t->gen;
+	up->id = ++t->n_made;
 	t->n_ups++;
 	snprintf(up->host, sizeof(up->host), "%s", like ? like->host : in->host);
 	up->kind = like ? like->kind : in->kind;
@@ -498,26 +499,42 @@ static struct up *up_new(struct sl_gw_tls *t, struct insp *in, const struct up *
 	return up;
 }
 
-void insp_up_spare(struct insp *in, struct up *old)
+/* Whether the connection numbered id still waits in the pool, untaken. */
+bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id)
+{
+	const struct up *up;
+
+	for (up = t->pool; up; up = up->next)
+		if (up->id == id)
+			return !up->closing;
+	return false;
+}
+
+/* A spare to take old's place: its id, or 0 if none was made. */
+uint64_t insp_up_spare(struct insp *in, struct up *old)
 {
 	struct sl_gw_tls *t = old->t;
 	struct sl_gw_addrs a = {.n = 1};
 	int len = (int)sizeof(a.addr[0]);
 	struct up *up;
+	uint64_t id;
 
 	/* Its address is checked under the policy in force: not a request's
 	 * older one (a reload since it began). */
 	if (!old->ready || !old->tcp_open || old->closing || !pool_has_room(old) ||
 	    in->c->pol != in->c->gw->policy ||
 	    uv_tcp_getpeername(&old->tcp, (struct sockaddr *)&a.addr[0], &len) < 0)
-		return;
+		return 0;
 	up = up_new(t, in, old);
 	if (!up)
-		return;
+		return 0;
 	up->spare = true;
 	pool_link(up);
-	/* The address old was connected to, checked again as any is. */
+	id = up->id;
+	/* The address old was connected to, checked again as any is (a
+	 * refusal closes the spare at once: then it is not in the pool). */
 	up_connect(up, in->c, &a);
+	return insp_pool_holds(t, id) ? id : 0;
 }
 
 void insp_get_upstream(struct insp *in, bool fresh)

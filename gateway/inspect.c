@@ -126,9 +126,10 @@ void insp_end_exchange(struct insp *in, bool reusable)
 			/* One that carried a body is closed (inspect-internal.h,
 			 * req_body), and a new one, that carried nothing, takes
 			 * its place in the pool (made already if the answer
-			 * took more than one read: insp_drive_upstream). */
-			if (keep && !in->spared)
-				insp_up_spare(in, up);
+			 * took more than one read, insp_drive_upstream, unless
+			 * that one is gone: idle too long, or taken). */
+			if (keep && !(in->spare_id && insp_pool_holds(up->t, in->spare_id)))
+				(void)insp_up_spare(in, up);
 			insp_up_close(up);
 		}
 	}
@@ -152,7 +153,7 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	memset(&in->resp, 0, sizeof(in->resp));
 	in->resp_head_done = in->resp_started = in->resp_ka = in->close_after = false;
 	in->body_done = in->head_req = in->ws_req = in->client_ka = in->req_body = false;
-	in->spared = false;
+	in->spare_id = 0;
 	in->up_paused = false;
 	in->st = I_HEAD;
 	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);

@@ -174,6 +174,28 @@ check_has "... the POST gets its whole answer" "echo /stream2 conn=$((before + 1
 out=$(ex "POST /after-stream")
 check "... and the next POST goes on the spare" "$((before + 2))" "$(conn_of /after-stream "$out")"
 
+# S6c: an answer streamed for longer than a spare waits (4 s): the spare
+# made as it began is closed unused, and another is made at its end.
+hup
+before=$(n_conns)
+out=$(ex "POST /stream5")
+check_has "an answer streamed for 5 s is answered" "echo /stream5 conn=$((before + 1))" "$out"
+check "... the spare made as it began waited 4 s, unused" "conn=$((before + 2)) eof" \
+	"$(grep -x "conn=$((before + 2)) eof" "$R/conns")"
+for _ in $(seq 30); do [ "$(n_conns)" -ge $((before + 3)) ] && break; sleep 0.05; done
+check "... and another is made at the answer's end, before the next POST" "$((before + 3))" \
+	"$(n_conns)"
+check "... which that POST takes" "$((before + 3))" "$(conn_of /after-long "$(ex "POST /after-long")")"
+
+# S6d: no spare for a POST whose origin answers "Connection: close": the
+# exchange's end would not make one either.
+hup
+before=$(n_conns)
+out=$(ex "POST /close")
+check_has "a POST answered Connection: close is answered" "echo /close" "$out"
+sleep 0.3
+check "... and no spare is made for it" "$((before + 1))" "$(n_conns)"
+
 # S7: SIGTERM with one spare taken and one not, both mid-handshake.
 hup
 ex "POST /arm5" >/dev/null

@@ -5,7 +5,8 @@
 # mid-handshake that long); one for /chatty makes the next connection
 # send an answer nobody asked for ("EVIL") as soon as its handshake is
 # done (logged "conn=N spoke"); one for /streamD gets its answer's head at
-# once and its body D seconds later.
+# once and its body D seconds later; one for /close, "Connection: close", its
+# body 0.5 s after its head, then the connection closed.
 # Each request (Content-Length bodies read) is answered
 # "echo <target> conn=<N>", kept alive. Logs, in LOGDIR: requests.log
 # ("conn=N METHOD TARGET body=LEN"), conns ("conn=N handshake" when its
@@ -67,6 +68,14 @@ def handle(s, k):
             log("requests.log", "conn=%d %s %s body=%d" % (k, method.decode(), target.decode(), cl))
             body = b"echo %s conn=%d" % (target, k)
             head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+            if target == b"/close":  # Connection: close, the body 0.5 s after the head
+                t.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+                          % len(body))
+                time.sleep(0.5)
+                t.sendall(body)
+                t.close()
+                log("conns", "conn=%d eof" % k)
+                return
             if target.startswith(b"/stream"):  # /streamD: the head now, the body D s later
                 t.sendall(head)
                 time.sleep(float(target[7:]))
