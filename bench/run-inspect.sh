@@ -147,7 +147,7 @@ http {
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
 		}
-		location = /stream {
+		location /stream/ {
 			proxy_pass http://streamer;
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
@@ -171,46 +171,11 @@ http {
 EOF
 world_bg "$WORLD_NET" "$NGINX" -p "$W" -c "$W/nginx.conf" -e "$W/error.log"
 nginx_pid=$!
-# /stream, behind nginx: a POST's answer streamed as a model streams one,
-# its head and first event at once and the rest STREAM_MS later.
-cat >"$W/streamer.py" <<'PY'
-import socket, sys, threading, time
-gap = float(sys.argv[1]) / 1000
-def chunk(b):
-    return b"%x\r\n%s\r\n" % (len(b), b)
-def serve(s):
-    buf = b""
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the rest not held for an ACK
-    with s:
-        while True:
-            while b"\r\n\r\n" not in buf:
-                c = s.recv(65536)
-                if not c:
-                    return
-                buf += c
-            head, buf = buf.split(b"\r\n\r\n", 1)
-            cl = 0
-            for l in head.split(b"\r\n")[1:]:
-                if l.lower().startswith(b"content-length:"):
-                    cl = int(l.split(b":")[1])
-            while len(buf) < cl:
-                c = s.recv(65536)
-                if not c:
-                    return
-                buf += c
-            buf = buf[cl:]
-            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                      b"Transfer-Encoding: chunked\r\n\r\n" + chunk(b"data: first\n\n"))
-            time.sleep(gap)
-            s.sendall(chunk(b"data: rest\n\n") + b"0\r\n\r\n")
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 8082))
-ls.listen(16)
-while True:
-    threading.Thread(target=serve, args=(ls.accept()[0],), daemon=True).start()
-PY
-world_bg "$WORLD_NET" "$PY" "$W/streamer.py" "$STREAM_MS"
+# /stream/N, behind nginx: a POST's answer streamed as a model streams one,
+# its head and first event at once and the rest N (STREAM_MS) ms later.
+mkdir "$W/raw"
+world_bg "$WORLD_NET" "$PY" "$here/../tests/integration/lib/raw-origin.py" "$W/raw" 127.0.0.1 \
+	8082:stream
 streamer_pid=$!
 
 # ---- sluice: one inspected host with a credential, one passthrough ----
@@ -285,8 +250,8 @@ echo "sluice TLS inspection bench: N=$N requests, $REPS repetitions (median), $B
 cat >"$T/client.py" <<'PY'
 import http.client, json, os, socket, ssl, statistics, sys, time, urllib.request
 
-origin, gw, n, reps, big, posts, api, passh, origin_ca, sluice_ca, squid_port, gw_pid, squid_pid, only, only_ways = sys.argv[1:16]
-n, reps, big, posts = int(n), int(reps), int(big), int(posts)
+origin, gw, n, reps, big, posts, api, passh, origin_ca, sluice_ca, squid_port, gw_pid, squid_pid, only, only_ways, stream_ms = sys.argv[1:17]
+n, reps, big, posts, stream_ms = int(n), int(reps), int(big), int(posts), int(stream_ms)
 HZ = os.sysconf("SC_CLK_TCK")
 
 def cpu(pid):  # seconds of user+system time the process has used
@@ -418,7 +383,7 @@ def post_after_idle(way):
     return post_two_writes(way, IDLE)
 
 def post_streamed(way):
-    return post_two_writes(way, 0.0, "/stream")
+    return post_two_writes(way, 0.0, "/stream/%d" % stream_ms)
 
 # (label, function, higher is better, requests per run, what CPU is counted per)
 # (the warm-up request counts: the proxy did that work too).
@@ -499,7 +464,7 @@ if [ -n "$prof_pid" ]; then # attached before the first request (bounded)
 	done
 fi
 world_host timeout 600 "$PY" "$T/client.py" "$O" "$G" "$N" "$REPS" "$BIG" "$POSTS" "$API" "$PASS" \
-	"$W/cert.pem" "$T/ca/ca.crt" "$squid_port" "$gw_pid" "$squid_cpu_pid" "$ONLY" "$WAYS" || die "the client failed (gateway log: $(tail -n 5 "$T/gw.log"))"
+	"$W/cert.pem" "$T/ca/ca.crt" "$squid_port" "$gw_pid" "$squid_cpu_pid" "$ONLY" "$WAYS" "$STREAM_MS" || die "the client failed (gateway log: $(tail -n 5 "$T/gw.log"))"
 if [ -n "$prof_pid" ]; then
 	kill -INT "$prof_pid" 2>/dev/null
 	wait "$prof_pid" 2>/dev/null

@@ -248,8 +248,10 @@ void insp_pool_put(struct up *up);
 /* A new connection to old's host, port and address (checked again),
  * made now and put in the pool, where a request may take it before its
  * handshake is done: for an old that may not be pooled because of what
- * it carried. Nothing when the pool is full or flushed since old. */
+ * it carried. Nothing when the pool is full or flushed since old.
+ * Returns the spare's id, or 0 if none was made. */
 uint64_t insp_up_spare(struct insp *in, struct up *old);
+/* Whether the connection numbered id still waits in the pool, untaken. */
 bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id);
 /* in->up: from the pool (unless fresh), else a new connection; the head
  * goes once it is ready (in->ops->up_ready). */

@@ -499,7 +499,6 @@ static struct up *up_new(struct sl_gw_tls *t, struct insp *in, const struct up *
 	return up;
 }
 
-/* Whether the connection numbered id still waits in the pool, untaken. */
 bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id)
 {
 	const struct up *up;
@@ -510,7 +509,6 @@ bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id)
 	return false;
 }
 
-/* A spare to take old's place: its id, or 0 if none was made. */
 uint64_t insp_up_spare(struct insp *in, struct up *old)
 {
 	struct sl_gw_tls *t = old->t;

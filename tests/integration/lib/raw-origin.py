@@ -32,6 +32,9 @@
 #        echo    like full, but the answer says which request it answers:
 #                "echo <target> <sha256 of the body>"
 #        size    like full, but the answer to /size/N is N bytes of "x"
+#        stream  like full, but the answer to /stream/N comes as a model
+#                streams one: chunked, its head and a first event at once,
+#                the rest N ms later
 # Logs, in LOGDIR:
 #   conn-N.bin     every byte connection N received, as it came
 #   requests.log   one line per request read:
@@ -198,6 +201,13 @@ class Conn:
                 continue
             if mode == "size":
                 self.answer(200, b"x" * int(target.rsplit("/", 1)[1]))
+                continue
+            if mode == "stream":
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self.sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                  b"Transfer-Encoding: chunked\r\n\r\nd\r\ndata: first\n\n\r\n")
+                threading.Event().wait(int(target.rsplit("/", 1)[1]) / 1000)
+                self.sock.sendall(b"c\r\ndata: rest\n\n\r\n0\r\n\r\n")
                 continue
             self.answer(200, b"raw-origin ok " + digest.encode())
 
