@@ -152,6 +152,7 @@ struct up {
 	uint16_t port;
 	unsigned gen;
 	uint64_t id; /* numbered by t: an exchange can tell its spare still waits */
+	uint64_t ready_at; /* uv_now() when its handshake was done */
 	struct sl_gw_resolve_req *rreq;
 };
 
@@ -249,10 +250,15 @@ void insp_pool_put(struct up *up);
  * made now and put in the pool, where a request may take it before its
  * handshake is done: for an old that may not be pooled because of what
  * it carried. Nothing when the pool is full or flushed since old.
- * Returns the spare's id, or 0 if none was made. */
+ * Returns the spare's id; 0 if none was made but one may be later (no
+ * room yet), INSP_SPARE_NONE if it was tried and failed. */
+#define INSP_SPARE_NONE UINT64_MAX
 uint64_t insp_up_spare(struct insp *in, struct up *old);
-/* Whether the connection numbered id still waits in the pool, untaken. */
-bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id);
+/* Whether the spare numbered id will serve the next request: in the pool,
+ * in its handshake or with more than half of its wait ahead (one with
+ * less is closed now, for a new one to take its place); or a connection
+ * that served a request and went back to the pool. */
+bool insp_spare_holds(struct sl_gw_tls *t, uint64_t id);
 /* in->up: from the pool (unless fresh), else a new connection; the head
  * goes once it is ready (in->ops->up_ready). */
 void insp_get_upstream(struct insp *in, bool fresh);

@@ -386,7 +386,7 @@ void insp_drive_upstream(struct insp *in)
 	 * answer (an origin on one core answers a POST 0.8 ms later). Only
 	 * where the exchange's end would make one: a kept-alive answer, the
 	 * body all sent, no websocket; tried again on later reads while the
-	 * pool has no room. */
+	 * pool has no room (not after a failure: INSP_SPARE_NONE). */
 	if (in->up && in->req_body && in->resp_head_done && in->resp_ka && in->body_done &&
 	    in->st == I_EXCHANGE && !in->spare_id && !insp_closing(in))
 		in->spare_id = insp_up_spare(in, in->up);

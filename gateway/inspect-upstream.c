@@ -232,6 +232,7 @@ static void up_handshake(struct up *up)
 	}
 	if (r == 1) {
 		up->ready = true;
+		up->ready_at = uv_now(up->t->gw->loop);
 		uv_timer_stop(&up->timer);
 		if (up->owner) {
 			up->spare = false; /* its request goes now */
@@ -499,13 +500,22 @@ static struct up *up_new(struct sl_gw_tls *t, struct insp *in, const struct up *
 	return up;
 }
 
-bool insp_pool_holds(const struct sl_gw_tls *t, uint64_t id)
+bool insp_spare_holds(struct sl_gw_tls *t, uint64_t id)
 {
-	const struct up *up;
+	struct up *up;
 
-	for (up = t->pool; up; up = up->next)
-		if (up->id == id)
-			return !up->closing;
+	for (up = t->pool; up; up = up->next) {
+		if (up->id != id)
+			continue;
+		if (up->spare && up->ready &&
+		    uv_now(t->gw->loop) - up->ready_at > SPARE_IDLE_MS / 2) {
+			/* Made early, under a long answer: its wait would end
+			 * soon after the next request could come. */
+			insp_up_close(up);
+			return false;
+		}
+		return true;
+	}
 	return false;
 }
 
@@ -525,14 +535,17 @@ uint64_t insp_up_spare(struct insp *in, struct up *old)
 		return 0;
 	up = up_new(t, in, old);
 	if (!up)
-		return 0;
+		return INSP_SPARE_NONE;
 	up->spare = true;
 	pool_link(up);
 	id = up->id;
 	/* The address old was connected to, checked again as any is (a
 	 * refusal closes the spare at once: then it is not in the pool). */
 	up_connect(up, in->c, &a);
-	return insp_pool_holds(t, id) ? id : 0;
+	for (up = t->pool; up; up = up->next)
+		if (up->id == id)
+			return id;
+	return INSP_SPARE_NONE;
 }
 
 void insp_get_upstream(struct insp *in, bool fresh)

@@ -127,8 +127,9 @@ void insp_end_exchange(struct insp *in, bool reusable)
 			 * req_body), and a new one, that carried nothing, takes
 			 * its place in the pool (made already if the answer
 			 * took more than one read, insp_drive_upstream, unless
-			 * that one is gone: idle too long, or taken). */
-			if (keep && !(in->spare_id && insp_pool_holds(up->t, in->spare_id)))
+			 * that one is gone, taken or near its end). */
+			if (keep && !(in->spare_id && in->spare_id != INSP_SPARE_NONE &&
+				      insp_spare_holds(up->t, in->spare_id)))
 				(void)insp_up_spare(in, up);
 			insp_up_close(up);
 		}

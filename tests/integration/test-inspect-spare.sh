@@ -187,6 +187,19 @@ check "... and another is made at the answer's end, before the next POST" "$((be
 	"$(n_conns)"
 check "... which that POST takes" "$((before + 3))" "$(conn_of /after-long "$(ex "POST /after-long")")"
 
+# S6e: an answer streamed for 3 s leaves its early spare 1 s of its 4: it
+# is closed at the answer's end and a new one made, which a POST 1.5 s
+# later finds waiting.
+hup
+before=$(n_conns)
+out=$(ex "POST /stream3")
+check_has "an answer streamed for 3 s is answered" "echo /stream3 conn=$((before + 1))" "$out"
+sleep 1.5
+check "... the spare made as it began is closed at its end, before its wait is over" \
+	"conn=$((before + 2)) eof" "$(grep -x "conn=$((before + 2)) eof" "$R/conns")"
+check "... and a new one waits in its place 1.5 s later" "$((before + 3))" "$(n_conns)"
+check "... which the next POST takes" "$((before + 3))" "$(conn_of /after-3 "$(ex "POST /after-3")")"
+
 # S6d: no spare for a POST whose origin answers "Connection: close": the
 # exchange's end would not make one either.
 hup
