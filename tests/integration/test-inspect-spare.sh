@@ -153,16 +153,25 @@ else
 fi
 alive "72 POSTs at once"
 
+# stream_bg OUT: after a reload, "POST /stream2" in the background (its
+# answer's head at once, its body 2 s later; what the client prints goes to
+# OUT), and up to 1.5 s for the origin to see two connections' handshakes
+# (the POST's, the spare's). Sets before (the count before it) and held
+# (the client's pid).
+stream_bg() {
+	hup
+	before=$(n_conns)
+	world_host_bg env CA="$T/ca/ca-bundle.crt" "$PY" "$here/lib/spare-client.py" \
+		"POST /stream2" >"$1" 2>&1
+	held=$!
+	for _ in $(seq 30); do [ "$(n_conns)" -ge $((before + 2)) ] && break; sleep 0.05; done
+}
+
 # S6b: the spare is made once the answer to a POST has begun, not when it
 # has ended: while the origin holds the rest of a POST's answer (a model's
 # streamed for seconds), the spare's handshake has begun, and the next POST
 # goes on it.
-hup
-before=$(n_conns)
-world_host_bg env CA="$T/ca/ca-bundle.crt" "$PY" "$here/lib/spare-client.py" "POST /stream2" \
-	>"$T/s6b.out" 2>&1
-held=$!
-for _ in $(seq 30); do [ "$(n_conns)" -ge $((before + 2)) ] && break; sleep 0.05; done
+stream_bg "$T/s6b.out"
 if kill -0 "$held" 2>/dev/null; then
 	check "while the rest of a POST's answer is held, the spare's handshake has begun" \
 		"$((before + 2))" "$(n_conns)"
@@ -174,31 +183,44 @@ check_has "... the POST gets its whole answer" "echo /stream2 conn=$((before + 1
 out=$(ex "POST /after-stream")
 check "... and the next POST goes on the spare" "$((before + 2))" "$(conn_of /after-stream "$out")"
 
-# S6c: an answer streamed for longer than a spare waits (4 s): the spare
-# made as it began is closed unused, and another is made at its end.
-hup
-before=$(n_conns)
-out=$(ex "POST /stream5")
-check_has "an answer streamed for 5 s is answered" "echo /stream5 conn=$((before + 1))" "$out"
-check "... the spare made as it began waited 4 s, unused" "conn=$((before + 2)) eof" \
-	"$(grep -x "conn=$((before + 2)) eof" "$R/conns")"
-for _ in $(seq 30); do [ "$(n_conns)" -ge $((before + 3)) ] && break; sleep 0.05; done
-check "... and another is made at the answer's end, before the next POST" "$((before + 3))" \
-	"$(n_conns)"
-check "... which that POST takes" "$((before + 3))" "$(conn_of /after-long "$(ex "POST /after-long")")"
+# long_stream S PAUSE: a POST whose answer is streamed for S s (longer than
+# half a spare's 4 s wait), then PAUSE s of quiet: the spare made as the
+# answer began is gone, closed unused, and another made at its end waits
+# for the next POST.
+long_stream() {
+	local before
+	hup
+	before=$(n_conns)
+	out=$(ex "POST /stream$1")
+	check_has "an answer streamed for $1 s is answered" "echo /stream$1 conn=$((before + 1))" "$out"
+	sleep "$2"
+	check "... the spare made as it began is closed, unused" "conn=$((before + 2)) eof" \
+		"$(grep -x "conn=$((before + 2)) eof" "$R/conns")"
+	for _ in $(seq 30); do [ "$(n_conns)" -ge $((before + 3)) ] && break; sleep 0.05; done
+	check "... and another, made at the answer's end, waits $2 s later" "$((before + 3))" "$(n_conns)"
+	check "... which the next POST takes" "$((before + 3))" \
+		"$(conn_of /after-$1 "$(ex "POST /after-$1")")"
+}
+# S6c: streamed for 5 s, past the early spare's 4 s.
+long_stream 5 0
+# S6e: streamed for 3 s, which leaves the early spare 1 s: it is closed at
+# the answer's end for a new one, which a POST 1.5 s later finds waiting.
+long_stream 3 1.5
 
-# S6e: an answer streamed for 3 s leaves its early spare 1 s of its 4: it
-# is closed at the answer's end and a new one made, which a POST 1.5 s
-# later finds waiting.
+# S6f: a reload while a POST's answer streams: the spare made before it is
+# flushed, and none is made at the end for an exchange decided under the
+# old policy (the address it would reuse was chosen under that policy).
+# Red only with both guards gone (insp_up_spare's policy check and
+# pool_has_room's generation).
+stream_bg "$T/s6f.out"
 hup
-before=$(n_conns)
-out=$(ex "POST /stream3")
-check_has "an answer streamed for 3 s is answered" "echo /stream3 conn=$((before + 1))" "$out"
-sleep 1.5
-check "... the spare made as it began is closed at its end, before its wait is over" \
-	"conn=$((before + 2)) eof" "$(grep -x "conn=$((before + 2)) eof" "$R/conns")"
-check "... and a new one waits in its place 1.5 s later" "$((before + 3))" "$(n_conns)"
-check "... which the next POST takes" "$((before + 3))" "$(conn_of /after-3 "$(ex "POST /after-3")")"
+wait "$held"
+check_has "a POST whose answer streamed across a reload is answered" "echo /stream2" \
+	"$(cat "$T/s6f.out")"
+check "... its early spare was flushed by the reload" "conn=$((before + 2)) eof" \
+	"$(grep -x "conn=$((before + 2)) eof" "$R/conns")"
+sleep 0.3
+check "... and no spare is made at its end" "$((before + 2))" "$(n_conns)"
 
 # S6d: no spare for a POST whose origin answers "Connection: close": the
 # exchange's end would not make one either.
