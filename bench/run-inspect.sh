@@ -68,7 +68,7 @@ SQUID=$(command -v squid || { [ -x /usr/sbin/squid ] && echo /usr/sbin/squid; })
 case ",$ONLY,$WAYS," in *[!a-z,-]* | ,,*) echo "run-inspect.sh: ONLY and WAYS are comma-separated lists" >&2; exit 1 ;; esac
 case "$PROFILE" in "" | perf | strace) ;; *) echo "run-inspect.sh: PROFILE is perf or strace" >&2; exit 1 ;; esac
 [ -z "$PROFILE" ] || command -v "$PROFILE" >/dev/null || { echo "run-inspect.sh: PROFILE=$PROFILE needs $PROFILE installed" >&2; exit 1; }
-case "$N$REPS$BIG$POSTS" in *[!0-9]*) echo "run-inspect.sh: N, REPS, BIG and POSTS are numbers" >&2; exit 1 ;; esac
+case "$N$REPS$BIG$POSTS$STREAM_MS" in *[!0-9]*) echo "run-inspect.sh: N, REPS, BIG, POSTS and STREAM_MS are numbers" >&2; exit 1 ;; esac
 if [ "$N" -lt 1 ] || [ "$N" -gt 100000 ] || [ "$REPS" -lt 1 ] || [ "$REPS" -gt 50 ]; then
 	echo "run-inspect.sh: N 1..100000, REPS 1..50" >&2
 	exit 1
