@@ -15,19 +15,22 @@
 #      for DURATION seconds: req/s, p50 and p99 latency, and requests per
 #      CPU-second of the proxy (utime+stime from /proc/PID/stat);
 #   2. new connection per request: the same with `Connection: close`;
-#   3. CONNECT tunnel: a 256 MiB HTTPS download with curl through the proxy
-#      (-p), or straight to the origin: MB/s (10^6 bytes), proxy CPU per MiB;
+#   3. CONNECT tunnel: a BIG_MIB (default 256) MiB HTTPS download with curl
+#      through the proxy (-p), or straight to the origin: MB/s (10^6 bytes),
+#      proxy CPU per MiB;
 #   4. the same download of plain HTTP from port 8000, which sluice's policy
 #      relays as opaque bytes (protocol: tcp): the relay without TLS;
 #   5. the proxy's peak RSS (VmHWM) after all of it;
-#   6. `sluice run -- true` next to `unshare -n` and `bwrap` (bench/
+#   6. split: sluice's keep-alive load shared by one gateway per CPU (a
+#      loop per core, modelled), next to the same wrk processes all on one;
+#   7. `sluice run -- true` next to `unshare -n` and `bwrap` (bench/
 #      run-startup.sh, with STARTUP_N runs; STARTUP_N=0 leaves it out).
 #
 # Every figure comes from checked responses: a wrk run with any error
 # (connect, read, write, timeout, or a status >= 400), or whose responses
 # are shorter than the body, or whose requests the origin did not serve
 # (nginx's own request counter), is reported as failed (the whole bench
-# exits 1); a download must be 200 with exactly 256 MiB (over TLS, verified
+# exits 1); a download must be 200 with exactly BIG_MIB MiB (over TLS, verified
 # against the origin's own certificate, so no proxy can have answered it).
 # Each figure is the median of REPS repetitions, the ways in interleaved
 # within each repetition so that drift hits every column alike. Ratios are
@@ -49,9 +52,9 @@
 # CPUs), STRACE (1: count sluice's system calls in a keep-alive run), PERF (1:
 # profile one with perf; PERF_KEEP=FILE keeps its perf.data), STARTUP_N
 # (default 20), ROWS (which benches: a comma list of keepalive, newconn,
-# connect; default all), BASE (another sluice binary, a build from before a
-# change: one more column, "sluice-base", its gateway on :3131 with the
-# same policy).
+# connect, split; default all), BIG_MIB (the download's size, default
+# 256), BASE (another sluice binary, a build from before a change: one more
+# column, "sluice-base", its gateway on :3131 with the same policy).
 # Exit: 0 ran, 1 setup or a run failed, 77 skipped (not root, or wrk, nginx,
 # curl or python3 missing; squid and tinyproxy only lose their column).
 set -u
@@ -64,23 +67,25 @@ THREADS=${THREADS:-$(nproc)}
 STRACE=${STRACE:-0}
 PERF=${PERF:-0}
 STARTUP_N=${STARTUP_N:-20}
-export ROWS=${ROWS:-keepalive,newconn,connect}
+export ROWS=${ROWS:-keepalive,newconn,connect,split}
+BIG_MIB=${BIG_MIB:-256}
 BASE=${BASE:+$(realpath "$BASE")}
 PY=/usr/bin/python3
 me=run-peers.sh
 [ "$(id -u)" = 0 ] || { echo "$me: needs root" >&2; exit 77; }
 [ -x "$SLUICE" ] || { echo "$me: no sluice at $SLUICE" >&2; exit 1; }
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "$me: no sluice at BASE=$BASE" >&2; exit 1; }
-case "$DURATION$REPS$CONNS$THREADS$STRACE$PERF$STARTUP_N" in
-*[!0-9]*) echo "$me: DURATION, REPS, CONNS, THREADS, STRACE, PERF and STARTUP_N are numbers" >&2; exit 1 ;;
+case "$DURATION$REPS$CONNS$THREADS$STRACE$PERF$STARTUP_N$BIG_MIB" in
+*[!0-9]*) echo "$me: DURATION, REPS, CONNS, THREADS, STRACE, PERF, STARTUP_N and BIG_MIB are numbers" >&2; exit 1 ;;
 esac
 if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 600 ] || [ "$REPS" -lt 1 ] || [ "$REPS" -gt 50 ] ||
-	[ "$CONNS" -lt 1 ] || [ "$CONNS" -gt 400 ] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNS" ]; then
-	echo "$me: DURATION 1..600, REPS 1..50, CONNS 1..400, THREADS 1..CONNS" >&2
+	[ "$CONNS" -lt 1 ] || [ "$CONNS" -gt 400 ] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNS" ] ||
+	[ "$BIG_MIB" -lt 1 ] || [ "$BIG_MIB" -gt 4096 ]; then
+	echo "$me: DURATION 1..600, REPS 1..50, CONNS 1..400, THREADS 1..CONNS, BIG_MIB 1..4096" >&2
 	exit 1
 fi
 for r in ${ROWS//,/ }; do
-	case $r in keepalive | newconn | connect) ;; *) echo "$me: ROWS: keepalive, newconn, connect" >&2; exit 1 ;; esac
+	case $r in keepalive | newconn | connect | split) ;; *) echo "$me: ROWS: keepalive, newconn, connect, split" >&2; exit 1 ;; esac
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 WRK=$(command -v wrk)
@@ -106,7 +111,7 @@ gw_pid=
 base_pid=
 cleanup() {
 	trap '' INT TERM # a second signal must not cut the cleanup short
-	for p in $gw_pid $base_pid; do
+	for p in $gw_pid $base_pid $split_pids; do
 		kill -TERM "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
@@ -139,7 +144,7 @@ bench_resolver "$HOST"
 
 # ---- the origin: nginx, its own prefix under $T ----
 bench_origin_files "$HOST"
-BIG=$((256 * 1024 * 1024))
+BIG=$((BIG_MIB * 1024 * 1024))
 truncate -s "$BIG" "$W/www/big.bin" # sparse: no disk, the page cache's zeros
 chmod 644 "$W/www/"*
 cat >"$W/nginx.conf" <<EOF
@@ -206,6 +211,22 @@ if [ -n "$BASE" ]; then
 fi
 export BASE_PID=$base_pid
 
+# ---- split: the keep-alive load shared by one gateway per CPU ----
+# A model of a loop per core (SO_REUSEPORT listeners or a thread per
+# loop), without building one: the same binary and policy, a gateway
+# more per CPU beyond the first, on :3141 and up; wrk splits its
+# connections among them. Where that does not beat one gateway, a loop per
+# core would not either.
+split_pids=
+case ",$ROWS," in *,split,*)
+	for i in $(seq 2 "$(nproc)"); do
+		world_host_bg "$SLUICE" gateway --policy "$T/policy.yaml" --listen "$G:$((3139 + i))" \
+			--resolver "$O:53" --audit "$T/audit-split-$i.log" --sandbox bench >"$T/gw-split-$i.log" 2>&1
+		split_pids="$split_pids $!"
+	done ;;
+esac
+export SPLIT_PIDS=${split_pids# }
+
 # ---- squid: a forward proxy (plain HTTP and CONNECT), no cache ----
 squid_pid=
 if [ -n "$SQUID" ]; then
@@ -271,6 +292,12 @@ wait_listen "$WORLD_NET" "$O" 80 "$nginx_pid" && wait_listen "$WORLD_NET" "$O" 4
 wait_listen "$WORLD_HOST" "$G" 3128 "$gw_pid" || die "sluice gateway did not start: $(cat "$T/gw.log")"
 [ -z "$base_pid" ] || wait_listen "$WORLD_HOST" "$G" 3131 "$base_pid" ||
 	die "BASE's sluice gateway did not start: $(cat "$T/gw-base.log")"
+i=2
+for p in $split_pids; do
+	wait_listen "$WORLD_HOST" "$G" $((3139 + i)) "$p" ||
+		die "split: sluice gateway $i did not start: $(cat "$T/gw-split-$i.log")"
+	i=$((i + 1))
+done
 if [ -n "$squid_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3129 "$squid_pid"; then
 	echo "squid did not start (its column is skipped): $(tail -n 3 "$S/cache.log" 2>/dev/null)"
 	squid_pid=
@@ -281,13 +308,13 @@ if [ -n "$tiny_pid" ] && ! wait_listen "$WORLD_HOST" "$G" 3130 "$tiny_pid"; then
 fi
 # $! must be the proxy itself (ip, nsenter, unshare and sh exec it): its
 # /proc/PID/stat is what the CPU and memory figures read.
-for p in "sluice:$gw_pid" "sluice:$base_pid" "squid:$squid_pid" "tinyproxy:$tiny_pid"; do
+for p in "sluice:$gw_pid" "sluice:$base_pid" "squid:$squid_pid" "tinyproxy:$tiny_pid" $(printf 'sluice:%s ' $split_pids); do
 	[ -z "${p#*:}" ] || [ "$(cat "/proc/${p#*:}/comm" 2>/dev/null)" = "${p%%:*}" ] ||
 		die "pid ${p#*:} is $(cat "/proc/${p#*:}/comm" 2>/dev/null), not ${p%%:*}"
 done
 
 echo "sluice peers bench: wrk $CONNS connections, $THREADS threads, ${DURATION} s per run," \
-	"$REPS repetitions (median), 256 MiB CONNECT download; nothing pinned, $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+	"$REPS repetitions (median), $BIG_MIB MiB CONNECT download; nothing pinned, $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), wrk $("$WRK" -v 2>&1 | sed -n '1s/^wrk \(debian\/\)\{0,1\}\([^ -]*\).*/\2/p')$(
 	[ -n "$squid_pid" ] && echo ", squid $("$SQUID" -v | sed -n '1s/.*Version //p')")$(
 	[ -n "$tiny_pid" ] && echo ", tinyproxy $("$TINYPROXY" -v | sed 's/^tinyproxy //')")"
@@ -376,21 +403,44 @@ def lua(way, close):
 class Failed(Exception):
     pass
 
-def wrk_run(way, close, secs=None):
-    url = "http://%s:%d/" % ((o, 80) if way[1] is None else (g, way[1]))
-    argv = [wrk, "-t%d" % threads, "-c%d" % conns, "-d%ds" % (secs or duration),
-            "--timeout", "5s", "-s", lua(way, close), url]
+def wrk_run(way, close, secs=None, split=()):
+    # split: more (port, pid) of gateways like way's (or way's own again),
+    # each given its share of the connections and threads, run at once;
+    # the figures are summed.
+    gws = [(way[1], way[2])] + list(split)
+    pids = set(pid for _, pid in gws)
+    n = len(gws)
+    argvs = []
+    for i, (port, _) in enumerate(gws):
+        url = "http://%s:%d/" % ((o, 80) if port is None else (g, port))
+        argvs.append([wrk, "-t%d" % max(1, threads // n), "-c%d" % (conns // n + (i < conns % n)),
+                      "-d%ds" % (secs or duration), "--timeout", "5s", "-s", lua(way, close), url])
     a0, r0 = origin()
     p0 = passive_opens()
-    c0 = cpu(way[2])
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=(secs or duration) + 60)
-    c1 = cpu(way[2])
+    c0 = sum(cpu(pid) for pid in pids)
+    procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for a in argvs]
+    outs = []
+    for pr in procs:
+        try:
+            so, se = pr.communicate(timeout=(secs or duration) + 60)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+            so, se = pr.communicate()
+        outs.append((pr.returncode, so, se))
+    c1 = sum(cpu(pid) for pid in pids)
     p1 = passive_opens()
     a1, r1 = origin()
-    m = re.search(r"^RESULT (.*)$", out.stdout, re.M)
-    if out.returncode != 0 or not m:
-        raise Failed("%s: wrk failed (%d): %s %s" % (way[0], out.returncode, out.stdout, out.stderr))
-    req, us, nbytes, ec, er, ew, es, et, p50, p99 = (float(x) for x in m.group(1).split())
+    parts = []
+    for rc, so, se in outs:
+        m = re.search(r"^RESULT (.*)$", so, re.M)
+        if rc != 0 or not m:
+            raise Failed("%s: wrk failed (%d): %s %s" % (way[0], rc, so, se))
+        parts.append([float(x) for x in m.group(1).split()])
+    # Summed over the parts; a part's rate is over its own run; the
+    # latencies are the worst part's.
+    rps = sum(q[0] / (q[1] / 1e6) for q in parts)
+    req, nbytes, ec, er, ew, es, et = (sum(q[k] for q in parts) for k in (0, 2, 3, 4, 5, 6, 7))
+    p50, p99 = max(q[8] for q in parts), max(q[9] for q in parts)
     errs = dict(connect=ec, read=er, write=ew, status=es, timeout=et)
     # A proxy that closes the connection after each response without
     # saying so (tinyproxy answers HTTP/1.1 without "Connection: close")
@@ -410,7 +460,7 @@ def wrk_run(way, close, secs=None):
         raise Failed("%s: %.0f bytes per response, shorter than the body" % (what, nbytes / req))
     if served < req:
         raise Failed("%s: wrk counted %d responses, the origin served %d requests" % (what, req, served))
-    return dict(rps=req / (us / 1e6), req=req, p50=p50 / 1000, p99=p99 / 1000,
+    return dict(rps=rps, req=req, p50=p50 / 1000, p99=p99 / 1000,
                 cpu=c1 - c0, bpr=nbytes / req, closed=er / req,
                 client_conns=(p1 - p0) / req, origin_conns=(a1 - a0 - 1) / req)
 
@@ -436,25 +486,40 @@ def download(way, tls=True):
     return dict(mbs=big / float(secs) / 1e6, cpu=c1 - c0)
 
 # One short run of each, not counted: connections, caches and resolvers
-# warm, and the 256 MiB in the page cache (the first read fills it).
+# warm, and the download in the page cache (the first read fills it).
 ROWS = os.environ["ROWS"].split(",")
 BENCHES = tuple(b for b, r in (("ka", "keepalive"), ("close", "newconn"), ("tunnel", "connect"),
-                               ("plain", "connect")) if r in ROWS)
+                               ("plain", "connect"), ("split", "split")) if r in ROWS)
+# split: sluice's keep-alive load shared by one gateway per CPU (the
+# first is ways' own), next to the same wrk processes all on that one.
+SPLIT = [(3141 + i, int(p)) for i, p in enumerate(os.environ.get("SPLIT_PIDS", "").split())]
+if "split" in BENCHES and not SPLIT:
+    BENCHES = tuple(b for b in BENCHES if b != "split")
+    print("split: this machine has one CPU; its row is left out")
 try:
     download(ways[0])
     for way in ways:
-        if "ka" in BENCHES or "close" in BENCHES:
+        if "ka" in BENCHES or "close" in BENCHES or "split" in BENCHES:
             wrk_run(way, False, 1)
+    if "split" in BENCHES:
+        wrk_run(ways[1], False, 1, SPLIT)
+        wrk_run(ways[1], False, 1, [(ways[1][1], ways[1][2])] * len(SPLIT))
 except Failed as e:
     raise SystemExit("warm-up: %s" % e)
 
-res = {(b, w): [] for b in BENCHES for w in names}
+res = {(b, w): [] for b in BENCHES + ("one",) for w in names}
 failed = []
 for rep in range(reps):
     for b in BENCHES:
         for way in ways:  # interleaved, so drift hits every column alike
+            if b == "split" and way is not ways[1]:
+                continue
             try:
-                if b in ("tunnel", "plain"):
+                if b == "split":
+                    res[("one", way[0])].append(
+                        wrk_run(way, False, split=[(way[1], way[2])] * len(SPLIT)))
+                    r = wrk_run(way, False, split=SPLIT)
+                elif b in ("tunnel", "plain"):
                     r = download(way, b == "tunnel")
                 else:
                     r = wrk_run(way, b == "close")
@@ -507,11 +572,11 @@ if "close" in BENCHES:
     row("  p99 latency ms", [fmt(med("close", w, "p99"), "%.2f") for w in names])
     conn_rows("close")
 if "tunnel" in BENCHES:
-    row("CONNECT tunnel, 256 MiB download, MB/s", [fmt(med("tunnel", w, "mbs"), "%.0f") for w in names])
+    row("CONNECT tunnel, %d MiB download, MB/s" % (big >> 20), [fmt(med("tunnel", w, "mbs"), "%.0f") for w in names])
     row("  x direct", [fmt(ratio("tunnel", w, "mbs"), "%.2f") for w in names])
     row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("tunnel", w)] else statistics.median(
         [r["cpu"] * 1000 / (big / 1048576) for r in res[("tunnel", w)]]), "%.2f") for w in proxied])
-    row("CONNECT, 256 MiB, no TLS (protocol: tcp), MB/s", [fmt(med("plain", w, "mbs"), "%.0f") for w in names])
+    row("CONNECT, %d MiB, no TLS (protocol: tcp), MB/s" % (big >> 20), [fmt(med("plain", w, "mbs"), "%.0f") for w in names])
     row("  x direct", [fmt(ratio("plain", w, "mbs"), "%.2f") for w in names])
     row("  proxy CPU ms per MiB", ["-"] + [fmt(None if not res[("plain", w)] else statistics.median(
         [r["cpu"] * 1000 / (big / 1048576) for r in res[("plain", w)]]), "%.2f") for w in proxied])
@@ -519,6 +584,21 @@ pid = {w[0]: w[2] for w in ways}
 row("peak RSS under load, MiB (VmHWM)", ["-"] + ["%.1f" % (status(pid[w], "VmHWM") / 1024) for w in proxied])
 row("  all its processes, MiB (sum of VmHWM)", ["-"] + [
     "%.1f" % (sum(status(p, "VmHWM") for p in tree(pid[w])) / 1024) for w in proxied])
+if "split" in BENCHES:
+    one = "one"
+    def split_ratio(k):
+        a, d = med("split", "sluice", k), med(one, "sluice", k)
+        return None if a is None or not d else a / d
+    print()
+    row("keep-alive, sluice gateways sharing the load", ["%d of them" % (len(SPLIT) + 1), "one"])
+    row("  req/s", [
+        fmt(med("split", "sluice", "rps"), "%.0f"), fmt(med(one, "sluice", "rps"), "%.0f")])
+    row("  x one gateway", [fmt(split_ratio("rps"), "%.2f"), "1.00"])
+    row("  requests per proxy CPU-second", [fmt(None if not res[(b, "sluice")] else statistics.median(
+        [r["req"] / r["cpu"] if r["cpu"] else float("inf") for r in res[(b, "sluice")]]), "%.0f")
+        for b in ("split", one)])
+    row("  p99 latency ms (the worst gateway's)", [
+        fmt(med("split", "sluice", "p99"), "%.2f"), fmt(med(one, "sluice", "p99"), "%.2f")])
 print()
 print("req/s: wrk's completed responses over its run; p50/p99: wrk --latency; proxy CPU: utime+stime")
 print("of the proxy's processes (/proc/PID/stat) over the run; conns per request: TCP connections the")
