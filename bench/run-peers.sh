@@ -493,9 +493,10 @@ BENCHES = tuple(b for b, r in (("ka", "keepalive"), ("close", "newconn"), ("tunn
 # split: sluice's keep-alive load shared by one gateway per CPU (the
 # first is ways' own), next to the same wrk processes all on that one.
 SPLIT = [(3141 + i, int(p)) for i, p in enumerate(os.environ.get("SPLIT_PIDS", "").split())]
-if "split" in BENCHES and not SPLIT:
+if "split" in BENCHES and (not SPLIT or conns <= len(SPLIT)):
     BENCHES = tuple(b for b in BENCHES if b != "split")
-    print("split: this machine has one CPU; its row is left out")
+    print("split: left out (%s)" % ("this machine has one CPU" if not SPLIT else
+          "CONNS=%d leaves a gateway of the %d without a connection" % (conns, len(SPLIT) + 1)))
 try:
     download(ways[0])
     for way in ways:
