@@ -670,6 +670,16 @@ int sl_http_response_begin(struct sl_http_response *r, const char *buf, size_t l
 	if (!end)
 		return len >= max ? -EINVAL : 0;
 	head_len = (size_t)(end - buf) + 4;
+	/* A bare LF ends the head early for llhttp (at "\r\n\n"), so the
+	 * bytes up to the "\r\n\r\n" found above would belong to no framing;
+	 * a NUL is framing servers disagree on too. Both are refused, as in a
+	 * request's head. */
+	for (size_t i = 0; i < head_len; i++)
+		if ((buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')) || buf[i] == '\0') {
+			memset(r, 0, sizeof(*r));
+			r->failed = true;
+			return -EINVAL;
+		}
 
 	memset(r, 0, sizeof(*r));
 	request_clear(ret_hdrs);

@@ -45,14 +45,14 @@ log-facility=$T/dns.log
 CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:drop2 82:trail \
-	83:chatty 84:headbody 85:hang 86:slow 87:cl0
+	83:chatty 84:headbody 85:hang 86:slow 87:cl0 88:barelf
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: raw.test
-    ports: [80, 81, 82, 83, 84, 85, 86]
+    ports: [80, 81, 82, 83, 84, 85, 86, 88]
   - host: other.test
     ports: [80]
   - host: cl0.test
@@ -171,6 +171,19 @@ check "... the next request gets its own answer, not that body" "$OK" \
 	"$(get http://raw.test:84/h2)"
 check "... on a new connection" "yes" \
 	"$([ "$(conn_of ' /h1 ')" != "$(conn_of ' /h2 ')" ] && echo yes)"
+
+# A response head that ends in a bare LF: llhttp ends it there, the
+# gateway's search for its end ran on past bytes that no framing accounts
+# for (which then vanished, and the connection was pooled). Refused: 502,
+# nothing of it passed on, and the connection is not reused.
+out=$(get -i http://raw.test:88/l1)
+check "barelf: an answer whose head ends in a bare LF is refused" "502" "${out##* }"
+check "... nothing of it reaches the client, head or body" "0" "$(grep -c HIDDEN <<<"$out")"
+check "... audited as a bad response" '"reason":"bad-response"' \
+	"$(audit_match '"path":"/l1"' | grep -o '"reason":"bad-response"')"
+get http://raw.test:88/l2 >/dev/null
+check "... and its connection is not reused" "yes" \
+	"$([ -n "$(conn_of ' /l2 ')" ] && [ "$(conn_of ' /l1 ')" != "$(conn_of ' /l2 ')" ] && echo yes)"
 
 # An origin that does not read a body (a handler that ignores its
 # Content-Length, "CL.0") reads it as a request nobody decided, and answers

@@ -514,6 +514,10 @@ static void test_response_strict(void **state)
 	struct sl_http_response r;
 	struct sl_http_request h;
 	static const char cr_head[] = "HTTP/1.1 200 OK\r\nX: a\rContent-Length: 0\r\n\r\n";
+	/* llhttp ends these heads at the bare LF; the "\r\n\r\n" comes later. */
+	static const char lf_end[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\nHIDDEN\r\n\r\n";
+	static const char lf_line[] = "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n";
+	static const char nul_head[] = "HTTP/1.1 200 OK\r\nX: a\0b\r\nContent-Length: 0\r\n\r\n";
 
 	(void)state;
 	assert_int_equal(resp_body("5\r\nhello\r\n0\r\n\r\n"), 15);
@@ -523,6 +527,9 @@ static void test_response_strict(void **state)
 	assert_true(resp_body("5\r\nhello\n0\r\n\r\n") < 0);
 	assert_true(resp_body("5\r\nhello\r\n0\r\n\rX") < 0);
 	assert_true(sl_http_response_begin(&r, cr_head, sizeof(cr_head) - 1, 4096, false, &h) < 0);
+	assert_true(sl_http_response_begin(&r, lf_end, sizeof(lf_end) - 1, 4096, false, &h) < 0);
+	assert_true(sl_http_response_begin(&r, lf_line, sizeof(lf_line) - 1, 4096, false, &h) < 0);
+	assert_true(sl_http_response_begin(&r, nul_head, sizeof(nul_head) - 1, 4096, false, &h) < 0);
 }
 
 /* A token in a comma list, in any header of that name, whole words only. */

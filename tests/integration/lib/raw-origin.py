@@ -23,6 +23,9 @@
 #                answer ("EVIL") on the idle connection, logged ("chatty")
 #                once sent
 #        headbody like full, but a HEAD is answered with a body ("EVIL")
+#        barelf  like full, but the answer's head ends in a bare LF
+#                ("\r\n\n"), then "HIDDEN" and "\r\n\r\n": llhttp ends the
+#                head at the bare LF, a search for "\r\n\r\n" after HIDDEN
 #        hang    read a request, log it, never answer
 #        slow    like full, but each answer 0.3 s late
 #        cl0     like echo, but a request for /static* is answered without
@@ -178,6 +181,9 @@ class Conn:
                 continue
             if mode == "headbody" and method == "HEAD":
                 self.sock.sendall(b"HTTP/1.1 200 X\r\nContent-Length: 4\r\n\r\nEVIL")
+                continue
+            if mode == "barelf":
+                self.sock.sendall(b"HTTP/1.1 200 X\r\nContent-Length: 0\r\n\nHIDDEN\r\n\r\n")
                 continue
             if mode == "chatty":
                 self.answer(200, ok)
