@@ -79,7 +79,7 @@ static void end_exchange(struct conn *c)
 	 * write's callback may still be due: conn.c's write_done lets it go
 	 * by), the response ended where its framing said with nothing after
 	 * it, and the origin keeps the connection. */
-	bool reuse = c->origin_keep_alive && c->resp.self_delimited && !c->up_dirty &&
+	bool reuse = c->origin_keep_alive && c->resp.self_delimited && !c->up_dirty && !c->auth_bound &&
 		     c->body_done && !uv_stream_get_write_queue_size(conn_upstream(c)) &&
 		     !c->upstream_eof && !c->upstream_paused && c->status != 101;
 
@@ -166,6 +166,9 @@ static int forward_response_head(struct conn *c, const char *head, const struct 
 
 	if (!eol)
 		return -EINVAL;
+	/* A login the origin binds to the connection: whoever takes it next
+	 * would be served as this client (never pooled, end_exchange). */
+	c->auth_bound |= sl_http_auth_binds_connection(h, "WWW-Authenticate");
 	out = malloc(cap);
 	if (!out)
 		return -ENOMEM;
@@ -314,6 +317,7 @@ static int build_forward_head(struct conn *c, const struct sl_http_request *r, c
 
 	if (!out)
 		return -ENOMEM;
+	c->auth_bound = sl_http_auth_binds_connection(r, "Authorization");
 	n = snprintf(out, cap, "%s %s HTTP/1.1\r\n", c->method, c->path);
 	if (n < 0 || (size_t)n >= cap) {
 		free(out);

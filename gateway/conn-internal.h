@@ -145,6 +145,7 @@ struct conn {
 	 * was. */
 	bool origin_keep_alive;
 	bool up_dirty;
+	bool auth_bound; /* a login bound to the connection (NTLM): never pooled */
 	bool retry_ok;
 	bool retried;
 	char *retry_head; /* the head, kept while retry_ok */

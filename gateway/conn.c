@@ -713,7 +713,7 @@ static void reset_exchange(struct conn *c)
 	c->start_wall_ms = sl_audit_now_ms();
 	c->start_loop_ms = uv_now(c->gw->loop);
 	c->body_active = c->body_done = false;
-	c->origin_keep_alive = c->up_dirty = c->retry_ok = c->retried = false;
+	c->origin_keep_alive = c->up_dirty = c->auth_bound = c->retry_ok = c->retried = false;
 	free(c->retry_head);
 	c->retry_head = NULL;
 	c->resp_head_done = c->keep_alive = c->client_keep_alive = c->head_request = false;

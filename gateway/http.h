@@ -69,6 +69,11 @@ static inline bool sl_http_span_caseeq(const struct sl_http_span *s, const char 
 bool sl_http_header_has_token(const struct sl_http_request *r, const char *name, const char *tok,
 			      size_t tok_len);
 
+/* Does any header called name (Authorization, WWW-Authenticate) name a
+ * scheme whose login holds for the connection rather than the request
+ * (NTLM, Negotiate)? A connection that carried one is nobody else's. */
+bool sl_http_auth_binds_connection(const struct sl_http_request *r, const char *name);
+
 /* Write "Name: value\r\n" at out (name+value+4 bytes, returned). A head
  * rebuilt this way can be longer than the one parsed ("Name:v\n" grows by
  * two): SL_HTTP_REBUILT_MAX says how much room it needs. */

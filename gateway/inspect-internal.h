@@ -198,6 +198,9 @@ struct insp {
 	char *rbuf;
 	size_t rlen;
 	bool resp_head_done, resp_started, resp_ka, close_after;
+	/* The request or its answer named a login bound to the connection
+	 * (NTLM, Negotiate): it is not pooled, whoever would take it next. */
+	bool auth_bound;
 	bool up_paused;
 	struct sl_scrub scrub;
 	bool scrub_on;

@@ -41,6 +41,7 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 	out = malloc(cap);
 	if (!out)
 		return -ENOMEM;
+	in->auth_bound = sl_http_auth_binds_connection(r, "Authorization");
 	/* "METHOD SP", the target, then " HTTP/1.x" as it came. */
 	len = (size_t)(r->target.p - r->method.p);
 	memcpy(out, r->method.p, len);

@@ -147,6 +147,7 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 	c->status = status;
 	in->resp_started = true;
 	in->resp_ka = in->resp.self_delimited && h->keep_alive;
+	in->auth_bound |= sl_http_auth_binds_connection(h, "WWW-Authenticate");
 	/* An origin that answers before the request's body is all here
 	 * leaves the rest of the body unread: this connection cannot carry
 	 * another request, and the client must be told so now. */

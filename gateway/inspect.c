@@ -118,7 +118,7 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	insp_wipe_uhead(in);
 	in->reused = false;
 	if (up) {
-		bool keep = reusable && in->resp_ka && in->st == I_EXCHANGE;
+		bool keep = reusable && in->resp_ka && !in->auth_bound && in->st == I_EXCHANGE;
 
 		if (keep && !in->req_body) {
 			insp_pool_put(up);
@@ -155,7 +155,7 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	in->resp_head_done = in->resp_started = in->resp_ka = in->close_after = false;
 	in->body_done = in->head_req = in->ws_req = in->client_ka = in->req_body = false;
 	in->spare_id = 0;
-	in->up_paused = false;
+	in->up_paused = in->auth_bound = false;
 	in->st = I_HEAD;
 	conn_arm_timer(c, c->gw->cfg.idle_timeout_ms);
 	insp_drive_client(in);

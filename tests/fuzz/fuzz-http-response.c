@@ -97,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (h.headers[i].name.p < buf || h.headers[i].value.p + h.headers[i].value.len >
 						     buf + h.head_len)
 			abort();
+	(void)sl_http_auth_binds_connection(&h, "WWW-Authenticate");
 	if (r.no_body && !r.done)
 		abort();
 	a = (size_t)n + (size - (size_t)n) / 3;

@@ -168,6 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    again.content_length != r.content_length)
 		abort();
 	check_body(buf, &r, size);
+	(void)sl_http_auth_binds_connection(&r, "Authorization");
 
 	{
 		struct sl_http_url u;

@@ -45,14 +45,15 @@ log-facility=$T/dns.log
 CONF
 world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:drop2 82:trail \
-	83:chatty 84:headbody 85:hang 86:slow 87:cl0 88:barelf
+	83:chatty 84:headbody 85:hang 86:slow 87:cl0 88:barelf \
+	89:full 90:ntlm
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
 write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: raw.test
-    ports: [80, 81, 82, 83, 84, 85, 86, 88]
+    ports: [80, 81, 82, 83, 84, 85, 86, 88, 89, 90]
   - host: other.test
     ports: [80]
   - host: cl0.test
@@ -184,6 +185,21 @@ check "... audited as a bad response" '"reason":"bad-response"' \
 get http://raw.test:88/l2 >/dev/null
 check "... and its connection is not reused" "yes" \
 	"$([ -n "$(conn_of ' /l2 ')" ] && [ "$(conn_of ' /l1 ')" != "$(conn_of ' /l2 ')" ] && echo yes)"
+
+# A login that holds for the connection (NTLM, Negotiate), not the request:
+# the connection it went on must not serve another client, which would be
+# served as the one who logged in. A Basic login (per request) does not
+# keep a connection from the pool.
+check "ntlm: a request with an NTLM login" "$OK" \
+	"$(get -H 'Authorization: NTLM TlRMTVNTUAABAAAAB4IIAAAAAAAAAAAAAAAAAAAAAAA=' http://raw.test:89/n1)"
+check "... the next client's request does not get its connection" "$OK" "$(get http://raw.test:89/n2)"
+check "... a new one" "yes" "$([ -n "$(conn_of ' /n2 ')" ] && [ "$(conn_of ' /n1 ')" != "$(conn_of ' /n2 ')" ] && echo yes)"
+check "a request with a Basic login" "$OK" "$(get -H 'Authorization: Basic dTpw' http://raw.test:89/n3)"
+check "... its connection goes on to the next client" "$OK" "$(get http://raw.test:89/n4)"
+check "... the same one" "$(conn_of ' /n3 ')" "$(conn_of ' /n4 ')"
+check "an answer that asks for an NTLM login" "$OK" "$(get http://raw.test:90/w1)"
+check "... its connection does not go on to the next client" "$OK" "$(get http://raw.test:90/w2)"
+check "... a new one" "yes" "$([ -n "$(conn_of ' /w2 ')" ] && [ "$(conn_of ' /w1 ')" != "$(conn_of ' /w2 ')" ] && echo yes)"
 
 # An origin that does not read a body (a handler that ignores its
 # Content-Length, "CL.0") reads it as a request nobody decided, and answers

@@ -42,17 +42,17 @@ world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=raw.test \
 	-addext subjectAltName=DNS:raw.test -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
 world_bg "$WORLD_NET" "$PY" "$here/lib/raw-origin.py" "$R" "$N" 80:full 81:early 82:chunky 443:full:tls \
-	444:early:tls --cert "$T/cert.pem" --key "$T/key.pem"
+	444:early:tls 445:ntlm:tls 446:full:tls --cert "$T/cert.pem" --key "$T/key.pem"
 wait_for_file "$R/ready" || { echo "not ok - the raw origin did not start"; exit 1; }
 
-# Port 443 and 444 name methods: inspected (TLS ended at the gateway).
+# Ports 443 to 446 name methods: inspected (TLS ended at the gateway).
 cat >"$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: raw.test
     ports: [80, 81, 82]
   - host: raw.test
-    ports: [443, 444]
+    ports: [443, 444, 445, 446]
     methods: [GET, POST]
 P
 world_gateway_up "$T/gw.log" 3128 "$SLUICE" gateway --policy "$T/policy.yaml" \
@@ -183,6 +183,23 @@ check "inspected: an early 403, then the rest of the body: closed" "403 early | 
 out=$(conv 'send:GET http://raw.test:82/r HTTP/1.1\r\nHost: raw.test:82\r\n\r\n' raw)
 check "a chunked response reaches the client framed by the gateway (no extension, no trailer)" \
 	'5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n' "$out"
+
+# ---- a login bound to the connection: its connection serves no one else ----
+# (test-http-pool shows the same for plain HTTP.)
+tget() { world_host curl -s -m 10 --cacert "$T/ca/ca-bundle.crt" -x http://203.0.113.1:3128 "$@"; }
+conn_of() { grep -- "$1" "$R/requests.log" | tail -1 | sed -n 's/^conn=\([0-9]*\) .*/\1/p'; }
+differ() { [ -n "$(conn_of "$1")" ] && [ -n "$(conn_of "$2")" ] && [ "$(conn_of "$1")" != "$(conn_of "$2")" ] && echo yes; }
+tget -H 'Authorization: Negotiate YIIB' https://raw.test:446/n1 >/dev/null
+tget https://raw.test:446/n2 >/dev/null
+check "inspected: after a Negotiate login, the next client gets a connection of its own" "yes" \
+	"$(differ ' /n1 ' ' /n2 ')"
+tget -H 'Authorization: Bearer x' https://raw.test:446/n3 >/dev/null
+tget https://raw.test:446/n4 >/dev/null
+check "... while a Bearer one leaves it to the pool" "$(conn_of ' /n3 ')" "$(conn_of ' /n4 ')"
+tget https://raw.test:445/w1 >/dev/null
+tget https://raw.test:445/w2 >/dev/null
+check "inspected: after an answer that asks for NTLM, the next client gets a connection of its own" \
+	"yes" "$(differ ' /w1 ' ' /w2 ')"
 
 # ---- what the origin saw, in all ----
 check "no smuggled request reached the origin, on any connection" "0 0" \

@@ -551,6 +551,26 @@ static void test_header_token(void **state)
 	assert_false(sl_http_header_has_token(&req, "te", "trailers", 8));
 }
 
+/* Logins bound to the connection, by their scheme, in any word. */
+static void test_auth_binds_connection(void **state)
+{
+	int status = 0;
+	const char *why = NULL;
+
+	(void)state;
+	assert_true(parse("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: ntlm TlRMTVNT\r\n"
+			  "WWW-Authenticate: Basic realm=x,  Negotiate\r\nX: NTLM\r\n\r\n",
+			  16384, &status, &why) > 0);
+	assert_true(sl_http_auth_binds_connection(&req, "authorization"));
+	assert_true(sl_http_auth_binds_connection(&req, "WWW-Authenticate"));
+	assert_false(sl_http_auth_binds_connection(&req, "Proxy-Authenticate"));
+	assert_true(parse("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic TlRMTQ==\r\n"
+			  "WWW-Authenticate: Bearer realm=NTLMish\r\n\r\n",
+			  16384, &status, &why) > 0);
+	assert_false(sl_http_auth_binds_connection(&req, "Authorization"));
+	assert_false(sl_http_auth_binds_connection(&req, "WWW-Authenticate"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_framing_heads),
 		cmocka_unit_test(test_response_strict),
 		cmocka_unit_test(test_header_token),
+		cmocka_unit_test(test_auth_binds_connection),
 	};
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@
 #                answer ("EVIL") on the idle connection, logged ("chatty")
 #                once sent
 #        headbody like full, but a HEAD is answered with a body ("EVIL")
+#        ntlm    like full, but every answer asks for an NTLM login
+#                ("WWW-Authenticate: NTLM"), which binds to the connection
 #        barelf  like full, but the answer's head ends in a bare LF
 #                ("\r\n\n"), then "HIDDEN" and "\r\n\r\n": llhttp ends the
 #                head at the bare LF, a search for "\r\n\r\n" after HIDDEN
@@ -181,6 +183,10 @@ class Conn:
                 continue
             if mode == "headbody" and method == "HEAD":
                 self.sock.sendall(b"HTTP/1.1 200 X\r\nContent-Length: 4\r\n\r\nEVIL")
+                continue
+            if mode == "ntlm":
+                self.sock.sendall(b"HTTP/1.1 200 X\r\nWWW-Authenticate: NTLM\r\nContent-Length: %d\r\n\r\n%s"
+                                  % (len(ok), ok))
                 continue
             if mode == "barelf":
                 self.sock.sendall(b"HTTP/1.1 200 X\r\nContent-Length: 0\r\n\nHIDDEN\r\n\r\n")
