@@ -725,28 +725,10 @@ ssize_t sl_http_response_feed(struct sl_http_response *r, const char *data, size
 
 bool sl_http_auth_binds_connection(const struct sl_http_request *r, const char *name)
 {
-	for (size_t i = 0; i < r->n_headers; i++) {
-		const struct sl_http_header *h = &r->headers[i];
-		const char *p = h->value.p, *end = p + h->value.len;
-
-		if (!sl_http_span_caseeq(&h->name, name))
-			continue;
-		/* Every word, not only the first: a challenge may list several
-		 * schemes ("Basic realm=x, NTLM"). */
-		while (p < end) {
-			struct sl_http_span w;
-
-			while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			w.p = p;
-			while (p < end && *p != ' ' && *p != '\t' && *p != ',')
-				p++;
-			w.len = (size_t)(p - w.p);
-			if (sl_http_span_caseeq(&w, "NTLM") || sl_http_span_caseeq(&w, "Negotiate"))
-				return true;
-		}
-	}
-	return false;
+	/* Any word, not only the first: a challenge may list several schemes
+	 * ("Basic realm=x, NTLM"). */
+	return sl_http_header_has_token(r, name, "NTLM", 4) ||
+	       sl_http_header_has_token(r, name, "Negotiate", 9);
 }
 
 size_t sl_http_put_header(char *out, const struct sl_http_header *h)
