@@ -141,6 +141,8 @@ void sl_gw_budget_free(struct sl_gw *gw);
  * connection is still allocated; free the TLS state once none is. */
 void sl_gw_tls_flush_pool(struct sl_gw *gw);
 bool sl_gw_tls_busy(const struct sl_gw *gw);
+/* At shutdown: the handles of inspection that outlive connections. */
+void sl_gw_tls_close(struct sl_gw *gw);
 void sl_gw_tls_free(struct sl_gw *gw);
 
 /* metrics-serve.c: the counters, made with the gateway (registered as

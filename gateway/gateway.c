@@ -346,6 +346,7 @@ void sl_gw_shutdown(struct sl_gw *gw)
 	sl_gw_budget_stop(gw);
 	sl_gw_conn_close_all(gw);
 	sl_gw_tls_flush_pool(gw);
+	sl_gw_tls_close(gw);
 	conn_pool_close(gw);
 	sl_gw_dns_close(gw);
 	sl_gw_metrics_close(gw);

@@ -44,6 +44,10 @@
 #define INSP_READ 65536
 #define SESS_CACHE 64
 #define SCRUB_SPARE 8
+/* A response that pauses after a word (the scrubber holds back a word that
+ * could still be part of a secret, scrub.h) has it passed on after this
+ * long: a websocket's "pong" is not held until the next message. */
+#define SCRUB_PAUSE_MS 50
 #define DRIVE_ROUNDS 4096
 
 struct up;
@@ -114,6 +118,12 @@ struct sl_gw_tls {
 	 * calls and a page fault to make, on every inspected connection. */
 	struct sl_scrub spare[SCRUB_SPARE];
 	unsigned n_spare;
+	/* Connections whose scrubber holds bytes back, soonest due first
+	 * (each is due SCRUB_PAUSE_MS after its last read, so the order they
+	 * came in); the timer flushes them (inspect-response.c). */
+	struct insp *held_first, *held_last;
+	uv_timer_t held_timer;
+	bool held_timer_open;
 };
 
 enum ist {
@@ -204,6 +214,10 @@ struct insp {
 	bool up_paused;
 	struct sl_scrub scrub;
 	bool scrub_on;
+	/* In the tls's held list: the scrubber holds bytes, due at held_due. */
+	bool held_listed;
+	uint64_t held_due;
+	struct insp *held_prev, *held_next;
 };
 
 /* inspect.c */
@@ -220,6 +234,11 @@ void insp_begin_exchange(struct insp *in, const struct sl_http_request *r);
 /* inspect-response.c: read what the origin sent, as far as the client's
  * write queue allows. */
 void insp_drive_upstream(struct insp *in);
+
+/* The scrubber may hold bytes back after a read: the connection is put on
+ * (or, holding none, taken off) the list the pause timer flushes. */
+void insp_held_update(struct insp *in);
+void insp_held_unlist(struct insp *in);
 
 /* inspect-io.c */
 void insp_wipe_uhead(struct insp *in);

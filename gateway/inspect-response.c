@@ -50,6 +50,87 @@ static int on_body_data(void *userdata, const char *p, size_t n)
 	return sink_body(in, p, n);
 }
 
+/* ---- a response that pauses: what the scrubber held, passed on ---- */
+
+void insp_held_unlist(struct insp *in)
+{
+	struct sl_gw_tls *t = in->c->gw->tls;
+
+	if (!in->held_listed)
+		return;
+	if (in->held_prev)
+		in->held_prev->held_next = in->held_next;
+	else
+		t->held_first = in->held_next;
+	if (in->held_next)
+		in->held_next->held_prev = in->held_prev;
+	else
+		t->held_last = in->held_prev;
+	in->held_prev = in->held_next = NULL;
+	in->held_listed = false;
+}
+
+static void held_timer_fired(uv_timer_t *tm);
+
+static void held_arm(struct sl_gw_tls *t)
+{
+	uint64_t now = uv_now(t->gw->loop);
+
+	if (!t->held_first || !t->held_timer_open || uv_is_closing((uv_handle_t *)&t->held_timer))
+		return;
+	uv_timer_start(&t->held_timer, held_timer_fired,
+		       t->held_first->held_due > now ? t->held_first->held_due - now : 0, 0);
+}
+
+/* After a read: due SCRUB_PAUSE_MS from now if the scrubber holds bytes
+ * back, at the list's end (every entry is due a fixed time after its last
+ * read, so the list stays in order). */
+void insp_held_update(struct insp *in)
+{
+	struct sl_gw_tls *t = in->c->gw->tls;
+	bool first;
+
+	insp_held_unlist(in);
+	if (!in->scrub_on || !sl_scrub_held(&in->scrub) || insp_closing(in))
+		return;
+	first = !t->held_first;
+	in->held_due = uv_now(in->c->gw->loop) + SCRUB_PAUSE_MS;
+	in->held_prev = t->held_last;
+	if (t->held_last)
+		t->held_last->held_next = in;
+	else
+		t->held_first = in;
+	t->held_last = in;
+	in->held_listed = true;
+	if (first)
+		held_arm(t);
+}
+
+/* Nothing came for SCRUB_PAUSE_MS after a word the scrubber held back:
+ * passed on as it is (sl_scrub_flush: should the next bytes complete a
+ * secret begun in it, the rest is still replaced). */
+static void held_timer_fired(uv_timer_t *tm)
+{
+	struct sl_gw_tls *t = tm->data;
+	uint64_t now = uv_now(t->gw->loop);
+	unsigned n;
+
+	for (n = 0; n < 4096 && t->held_first && t->held_first->held_due <= now; n++) {
+		struct insp *in = t->held_first;
+		int r;
+
+		insp_held_unlist(in);
+		if (insp_closing(in))
+			continue;
+		r = sl_scrub_flush(&in->scrub, in->st == I_WS ? sink_raw : sink_body, in);
+		if (r == 0)
+			r = insp_client_flush(in, false);
+		if (r < 0)
+			conn_close(in->c);
+	}
+	held_arm(t);
+}
+
 static bool resp_hop_by_hop(const struct sl_http_request *h, const struct sl_http_span *name,
 			    bool upgrade)
 {
@@ -130,8 +211,15 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 	int status = in->resp.status;
 
 	if (status == 101) {
+		size_t i;
+
 		if (!in->ws_req)
 			return -EPROTO;
+		/* None was offered (scrub_hides): an origin that compresses
+		 * anyway would send what the scrubber cannot read. */
+		for (i = 0; in->scrub_on && i < h->n_headers; i++)
+			if (sl_http_span_caseeq(&h->headers[i].name, "sec-websocket-extensions"))
+				return -EPROTO;
 		in->close_after = false;
 		c->status = 101;
 		in->resp_started = true;
@@ -223,6 +311,8 @@ static void feed_response_body(struct insp *in, const char *p, size_t n)
 			in->resp_ka = false; /* more than one response */
 		response_complete(in);
 	}
+	if (!insp_closing(in))
+		insp_held_update(in);
 }
 
 /* Plaintext from the origin. */
@@ -237,6 +327,8 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 				     : insp_client_write(in, p, n);
 		if (r < 0)
 			conn_close(c);
+		else
+			insp_held_update(in);
 		return;
 	}
 	if (in->st != I_EXCHANGE) {

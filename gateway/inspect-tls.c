@@ -246,6 +246,9 @@ int sl_gw_enable_inspection(struct sl_gw *gw, struct sl_ca *ca, const char *upst
 	SSL_CTX_set_session_cache_mode(t->client,
 				       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(t->client, insp_new_session);
+	uv_timer_init(gw->loop, &t->held_timer);
+	t->held_timer.data = t;
+	t->held_timer_open = true;
 	gw->tls = t;
 	return 0;
 
@@ -274,6 +277,22 @@ int sl_gw_add_secret(struct sl_gw *gw, const char *name, const struct sl_secret_
 	while (t->n_spare)
 		sl_scrub_free(&t->spare[--t->n_spare]);
 	return 0;
+}
+
+static void held_timer_closed(uv_handle_t *h)
+{
+	struct sl_gw_tls *t = h->data;
+
+	t->held_timer_open = false;
+	sl_gw_maybe_free(t->gw);
+}
+
+void sl_gw_tls_close(struct sl_gw *gw)
+{
+	struct sl_gw_tls *t = gw->tls;
+
+	if (t && t->held_timer_open && !uv_is_closing((uv_handle_t *)&t->held_timer))
+		uv_close((uv_handle_t *)&t->held_timer, held_timer_closed);
 }
 
 const struct sl_secret_value *insp_secret_by_name(const struct sl_gw_tls *t, const char *name)

@@ -43,7 +43,7 @@ void sl_gw_tls_flush_pool(struct sl_gw *gw)
 
 bool sl_gw_tls_busy(const struct sl_gw *gw)
 {
-	return gw->tls && gw->tls->n_ups > 0;
+	return gw->tls && (gw->tls->n_ups > 0 || gw->tls->held_timer_open);
 }
 
 /* ---- writing ---- */

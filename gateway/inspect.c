@@ -547,6 +547,7 @@ void conn_inspect_close(struct conn *c)
 		insp_audit_now(c);
 	}
 	in->st = I_CLOSING;
+	insp_held_unlist(in);
 	if (in->up) {
 		insp_up_close(in->up);
 		in->up = NULL;
@@ -559,6 +560,7 @@ void conn_inspect_free(struct conn *c)
 
 	if (!in)
 		return;
+	insp_held_unlist(in);
 	SSL_free(in->ssl); /* and its BIOs; their queues are ours */
 	insp_q_free(&in->rq);
 	insp_q_free(&in->wq);

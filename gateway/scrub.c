@@ -12,6 +12,17 @@
 
 #include "scrub.h"
 
+/* Bytes after which the stream may pause without anything held back, when
+ * no secret contains one: a secret cannot run across them. The set is
+ * fixed here, not drawn from the secrets, so that what is held back says
+ * nothing about them (see scrub.h, "What is held back"). */
+static bool is_break(unsigned char c)
+{
+	return c <= 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '(' || c == ')' ||
+	       c == ',' || c == ';' || c == '<' || c == '>' || c == '[' || c == ']' || c == '{' ||
+	       c == '}' || c == '\\' || c == '`';
+}
+
 int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, size_t n,
 		  const char *marker)
 {
@@ -72,6 +83,9 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 			s->first_bytes[s->n_first++] = p[0];
 		s->first[p[0]] |= (uint8_t)(1u << i);
 		s->second[p[1]] |= (uint8_t)(1u << i);
+		for (j = 0; j < sec->len; j++)
+			if (is_break(p[j]))
+				s->strict = true;
 		p += sec->len;
 	}
 	s->n = n;
@@ -86,6 +100,7 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 struct view {
 	const unsigned char *b;
 	size_t fill;
+	size_t sent; /* the first bytes, already passed on by a flush */
 };
 
 /* The length of the longest secret that occurs at v->b[p], wholly inside
@@ -144,17 +159,19 @@ static size_t next_match(const struct sl_scrub *s, const struct view *v, size_t 
 	return best;
 }
 
-/* At p, in the undecided tail: could a secret that starts here still be
- * completed by bytes not seen yet? Only then must p wait for them. */
-static bool pending_at(const struct sl_scrub *s, const struct view *v, size_t p)
+/* Where the tail that must wait begins, from `end` on: after the last
+ * break byte (none: `end`). Position and content of the secrets play no
+ * part in it, only the public break set and the longest secret's length. */
+static size_t hold_from(const struct sl_scrub *s, const struct view *v, size_t end)
 {
-	unsigned mask = s->first[v->b[p]];
-	size_t have = v->fill - p, i;
+	size_t q;
 
-	for (i = 0; mask && i < s->n; i++, mask >>= 1)
-		if ((mask & 1u) && s->len[i] > have && memcmp(v->b + p, s->secret[i], have) == 0)
-			return true;
-	return false;
+	if (s->strict)
+		return end;
+	for (q = v->fill; q > end; q--)
+		if (is_break(v->b[q - 1]))
+			return q;
+	return end;
 }
 
 static int emit(struct sl_scrub *s, const void *p, size_t len, sl_scrub_out_fn *out, void *userdata)
@@ -191,17 +208,43 @@ static int emit_marker(struct sl_scrub *s, size_t m, sl_scrub_out_fn *out, void 
 	return r;
 }
 
+/* v->b[a..b) passed on, less what a flush passed on already. */
+static int emit_range(struct sl_scrub *s, const struct view *v, size_t a, size_t b,
+		      sl_scrub_out_fn *out, void *userdata)
+{
+	if (a < v->sent)
+		a = v->sent;
+	return b > a ? emit(s, v->b + a, b - a, out, userdata) : 0;
+}
+
+/* A match of m bytes at q: its marker, or (when a flush passed on its
+ * start) a marker for the rest of it, so that what was not out yet stays
+ * in. */
+static int emit_match(struct sl_scrub *s, const struct view *v, size_t q, size_t m,
+		      sl_scrub_out_fn *out, void *userdata)
+{
+	if (q + m <= v->sent)
+		return 0;
+	if (q < v->sent)
+		m = q + m - v->sent;
+	return emit_marker(s, m, out, userdata);
+}
+
 /*
- * Decide every position of v whose outcome no later byte can change:
- * while streaming, those with at least max_len bytes after them (every
- * secret that starts there is wholly present, so the result is the
- * whole-stream result); at the end of the stream, all of them. Returns
- * in *ret_p where the undecided tail, shorter than max_len, begins.
+ * Decide every position of v whose outcome no later byte can change, and
+ * pass those on: while streaming, those with at least max_len bytes after
+ * them (every secret that starts there is wholly present, so the result is
+ * the whole-stream result) and, unless a secret holds a break byte, those
+ * up to the last break byte (no secret that starts before it can run past
+ * it); at the end of the stream (or a flush), all of them. Returns in
+ * *ret_p where the undecided tail, shorter than max_len, begins: it
+ * depends on the bytes' positions and the break set only, never on whether
+ * they begin a secret.
  */
 static int drain(struct sl_scrub *s, const struct view *v, bool final, sl_scrub_out_fn *out,
 		 void *userdata, size_t *ret_p)
 {
-	size_t end, p = 0, run = 0, m, i, at[SL_SCRUB_MAX_SECRETS];
+	size_t end, limit, p = 0, run = 0, m, i, at[SL_SCRUB_MAX_SECRETS];
 	int r;
 
 	if (final)
@@ -210,6 +253,7 @@ static int drain(struct sl_scrub *s, const struct view *v, bool final, sl_scrub_
 		end = v->fill - s->max_len + 1;
 	else
 		end = 0;
+	limit = final ? v->fill : hold_from(s, v, end);
 
 	/* Before `end` every secret that starts at a position is wholly
 	 * present: the positions up to the leftmost match are decided at
@@ -228,20 +272,22 @@ static int drain(struct sl_scrub *s, const struct view *v, bool final, sl_scrub_
 			p = q + 1;
 			continue;
 		}
-		r = emit(s, v->b + run, q - run, out, userdata);
-		if (r < 0)
-			return r;
-		r = emit_marker(s, m, out, userdata);
+		r = emit_range(s, v, run, q, out, userdata);
+		if (r == 0)
+			r = emit_match(s, v, q, m, out, userdata);
 		if (r < 0)
 			return r;
 		p = q + m;
 		run = p;
 	}
-	/* The tail, position by position: a secret may still be coming. */
-	while (p < v->fill) {
-		/* No secret starts here: decided, wherever p is. */
+	/* From `end` to `limit`, position by position: a secret that starts
+	 * there is wholly inside the fill or not there at all. */
+	while (p < limit) {
+		/* No secret starts here. */
 		if (!s->first[v->b[p]]) {
 			p = next_candidate(s, v, p);
+			if (p > limit)
+				p = limit;
 			continue;
 		}
 		/* Nor here, if no secret has these first two bytes (every
@@ -251,26 +297,20 @@ static int drain(struct sl_scrub *s, const struct view *v, bool final, sl_scrub_
 			p++;
 			continue;
 		}
-		/* Past `end`, a position is decided too unless a secret could
-		 * still begin there: a stream that pauses on bytes no secret
-		 * starts with (an event's "\n\n") is passed on whole. */
-		if (p >= end && pending_at(s, v, p))
-			break;
 		if ((m = match_at(s, v, p)) == 0) {
 			p++;
 			continue;
 		}
-		r = emit(s, v->b + run, p - run, out, userdata);
-		if (r < 0)
-			return r;
-		r = emit_marker(s, m, out, userdata);
+		r = emit_range(s, v, run, p, out, userdata);
+		if (r == 0)
+			r = emit_match(s, v, p, m, out, userdata);
 		if (r < 0)
 			return r;
 		p += m;
 		run = p;
 	}
-	/* A match may end past `end`, never past the fill. */
-	r = emit(s, v->b + run, p - run, out, userdata);
+	/* A match may end past `limit`, never past the fill. */
+	r = emit_range(s, v, run, p, out, userdata);
 	if (r < 0)
 		return r;
 	*ret_p = p;
@@ -280,7 +320,7 @@ static int drain(struct sl_scrub *s, const struct view *v, bool final, sl_scrub_
 /* Drain the held-back buffer; its undecided tail moves to the front. */
 static int drain_held(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void *userdata)
 {
-	struct view v = {s->buf, s->fill};
+	struct view v = {s->buf, s->fill, s->sent};
 	size_t p;
 	int r = drain(s, &v, final, out, userdata, &p);
 
@@ -288,6 +328,7 @@ static int drain_held(struct sl_scrub *s, bool final, sl_scrub_out_fn *out, void
 		return r;
 	memmove(s->buf, s->buf + p, s->fill - p);
 	s->fill -= p;
+	s->sent = s->sent > p ? s->sent - p : 0;
 	return 0;
 }
 
@@ -318,7 +359,7 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
 
 		memcpy(s->buf + s->fill, src, k);
 		s->fill += k;
-		v = (struct view){s->buf, s->fill};
+		v = (struct view){s->buf, s->fill, s->sent};
 		r = drain(s, &v, false, out, userdata, &p);
 		if (r < 0)
 			return r;
@@ -326,22 +367,50 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
 		if (k == len) {
 			memmove(s->buf, s->buf + p, held);
 			s->fill = held;
+			s->sent = s->sent > p ? s->sent - p : 0;
 			return 0;
 		}
-		/* p is past the old tail (all of it was decided), so the
-		 * bytes held are the last `held` of the k taken: take them
-		 * again from the input. */
+		/* p is past the old tail (all of it was decided: `end` is
+		 * where it stopped), so the bytes held are the last `held` of
+		 * the k taken: take them again from the input. */
 		s->fill = 0;
+		s->sent = 0;
 		src += k - held;
 		len -= k - held;
 	}
-	v = (struct view){src, len};
+	v = (struct view){src, len, 0};
 	r = drain(s, &v, false, out, userdata, &p);
 	if (r < 0)
 		return r;
 	memcpy(s->buf, src + p, len - p);
 	s->fill = len - p;
 	return 0;
+}
+
+int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
+{
+	struct view v = {s->buf, s->fill, s->sent};
+	size_t p;
+	int r;
+
+	if (s->error)
+		return s->error;
+	if (!s->map)
+		return -EINVAL;
+	if (s->sent == s->fill)
+		return 0;
+	/* Decided as if the stream ended here, but kept: bytes that come
+	 * next may still complete a secret that begins in them. */
+	r = drain(s, &v, true, out, userdata, &p);
+	if (r < 0)
+		return r;
+	s->sent = s->fill;
+	return 0;
+}
+
+size_t sl_scrub_held(const struct sl_scrub *s)
+{
+	return s->fill - s->sent;
 }
 
 int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
@@ -356,6 +425,7 @@ int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 	if (r < 0)
 		return r;
 	explicit_bzero(s->buf, s->cap);
+	s->sent = 0;
 	return 0;
 }
 
@@ -364,6 +434,7 @@ void sl_scrub_reset(struct sl_scrub *s)
 	if (s->map)
 		explicit_bzero(s->buf, s->cap);
 	s->fill = 0;
+	s->sent = 0;
 	s->error = 0;
 }
 

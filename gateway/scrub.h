@@ -11,12 +11,22 @@
  * stream, the longest secret that occurs there is replaced and scanning
  * resumes after it; otherwise the byte passes and scanning moves on one
  * byte. The output is exactly what that rule gives on the whole stream at
- * once, however the stream is cut into calls.
+ * once, however the stream is cut into calls (unless sl_scrub_flush cut
+ * it short).
  *
- * Between calls at most (longest secret - 1) bytes are held back: only the
- * undecided tail that could still be the start of a secret, so a stream
- * that pauses on bytes no secret begins with (a server-sent event's blank
- * line: secrets hold no control characters) is passed on whole, at once. Memory is fixed
+ * What is held back. Between calls at most (longest secret - 1) bytes are
+ * held back: the trailing run of bytes after the last break byte (control
+ * characters, space, quotes, brackets, braces, comma, semicolon: a fixed
+ * set, scrub.c is_break), which could still be part of a secret. Which
+ * bytes are held depends only on that public set and the longest secret's
+ * length, never on whether the bytes begin a secret: a scrubber that held
+ * back only a secret's beginnings would tell an agent that makes an origin
+ * echo its guesses (a streaming echo, a model asked to repeat them) which
+ * guess begins the key, one byte at a time. A stream that pauses after a
+ * break byte (a server-sent event's blank line, a JSON message's brace)
+ * is passed on whole, at once; one that pauses after a word waits for its
+ * next bytes, or for sl_scrub_flush. When a secret itself holds a break
+ * byte, the last (longest - 1) bytes are always held. Memory is fixed
  * at init (one mapping, kept out of core dumps, wiped on free); feeding
  * allocates nothing. Each feed is searched where it lies (memmem per
  * secret), only the held-back tail position by position: O(n * m) in the
@@ -69,6 +79,8 @@ struct sl_scrub {
 	size_t n_first;
 	unsigned char *buf;
 	size_t cap, fill;
+	size_t sent; /* of the fill, passed on already by sl_scrub_flush */
+	bool strict; /* a secret holds a break byte: always hold max_len - 1 */
 	char marker[SL_SCRUB_MAX_MARKER];
 	size_t marker_len;
 	bool same_length;
@@ -90,6 +102,16 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
  * error out returned. */
 int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_fn *out,
 		  void *userdata);
+
+/* The stream pauses (nothing came for a while): pass on what is held back,
+ * as if the stream ended here, but remember it. Should the bytes that come
+ * next complete a secret that began in it, the rest of that secret is
+ * replaced: what a flush let out is a part of a secret at most, never the
+ * rest of it. Returns 0 or the error out returned. */
+int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata);
+
+/* How many bytes are held back and not passed on yet (0: nothing to flush). */
+size_t sl_scrub_held(const struct sl_scrub *s);
 
 /* The stream has ended: decide and emit the held-back bytes. Afterwards s
  * is empty and may carry a new stream. */

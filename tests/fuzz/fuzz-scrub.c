@@ -4,7 +4,10 @@
  * secrets, the text and how it is cut into calls; the streamed output must
  * equal a whole-buffer reference (at each position the longest secret
  * there is replaced), and no call may leave more than the longest secret
- * minus one byte held back.
+ * minus one byte held back. A second pass flushes after the pieces whose
+ * size byte has its top bit set, with same-length markers: the output is
+ * as long as the text, and each byte of it is the text's byte there or a
+ * marker's.
  *
  * Input: byte 0 picks the number of secrets (1..8); each secret is a length
  * byte (8 + b % 57) and that many bytes; then a count byte and that many
@@ -131,6 +134,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	want_len = reference(sec, n, text, text_len, want);
 	if (k.len != want_len || memcmp(k.buf, want, want_len) != 0)
 		abort();
+
+	k.len = 0;
+	if (sl_scrub_init(&s, sec, n, NULL) < 0)
+		abort();
+	for (at = 0, c = 0; at < text_len;) {
+		uint8_t b = n_chunks ? chunks[c++ % n_chunks] : 0;
+		size_t step = n_chunks ? 1 + (size_t)(b & 0x7f) : text_len;
+
+		if (step > text_len - at)
+			step = text_len - at;
+		if (sl_scrub_feed(&s, text + at, step, collect, &k) < 0)
+			abort();
+		if ((b & 0x80) && sl_scrub_flush(&s, collect, &k) < 0)
+			abort();
+		if (sl_scrub_held(&s) > max_len - 1 || s.fill > max_len - 1)
+			abort();
+		at += step;
+		if (k.len + sl_scrub_held(&s) != at)
+			abort();
+	}
+	if (sl_scrub_finish(&s, collect, &k) < 0 || s.fill != 0 || k.len != text_len)
+		abort();
+	for (i = 0; i < text_len; i++)
+		if (k.buf[i] != text[i] && k.buf[i] != '*' &&
+		    !memchr(SL_SCRUB_SAME_LENGTH_MARKER, k.buf[i], sizeof(SL_SCRUB_SAME_LENGTH_MARKER) - 1))
+			abort();
+	sl_scrub_free(&s);
 	free(k.buf);
 	free(want);
 	return 0;

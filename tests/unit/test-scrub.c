@@ -380,15 +380,129 @@ static void test_no_needless_holding(void **state)
 	assert_int_equal(sl_scrub_feed(&s, ev, strlen(ev), collect, &k), 0);
 	assert_int_equal(k.len, strlen(ev));
 	assert_int_equal(s.fill, 0);
-	/* "sk-SEC" could still be the key: held; the rest is not. */
+	/* "sk-SEC", a word after the last break byte, could still be the
+	 * key: held; the rest is not. */
 	assert_int_equal(sl_scrub_feed(&s, "x sk-SEC", 8, collect, &k), 0);
 	assert_int_equal(k.len, strlen(ev) + 2);
 	assert_int_equal(s.fill, 6);
-	/* ...and it was not. */
-	assert_int_equal(sl_scrub_feed(&s, "RET!", 4, collect, &k), 0);
-	assert_int_equal(k.len, strlen(ev) + 12);
+	/* ...and it was not: the line ends. */
+	assert_int_equal(sl_scrub_feed(&s, "RET!\n", 5, collect, &k), 0);
+	assert_int_equal(k.len, strlen(ev) + 13);
 	assert_int_equal(s.fill, 0);
 	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
+/* Held back for a fresh stream that is just `text`. */
+static size_t held_after(const struct sl_scrub_secret *sec, size_t n, const char *text,
+			 size_t len)
+{
+	struct sl_scrub s;
+	struct sink k;
+	size_t held;
+
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, n, NULL), 0);
+	assert_int_equal(sl_scrub_feed(&s, text, len, collect, &k), 0);
+	held = sl_scrub_held(&s);
+	assert_int_equal(k.len + held, len);
+	sl_scrub_free(&s);
+	free(k.buf);
+	return held;
+}
+
+/* What is held back must not tell the agent whether its guess begins the
+ * key. An agent that makes an origin echo its guesses, streamed (an echo
+ * endpoint, a model told to repeat them), sees what came through before
+ * the pause: were a guess that begins the key held and others not, it
+ * would learn the key a byte at a time. Every prefix of the key, after
+ * the key's public start or after none, is held exactly as a wrong guess
+ * of the same length is. */
+static void test_no_prefix_oracle(void **state)
+{
+	const char key[] = "sk-ant-api03-Zq8xY2vB7nM4kL1pR9tW3sD6fG0hJ5cV";
+	struct sl_scrub_secret sec[] = {S(key), S("ghp_abcdefghijklmnopqrstuvwxyz012345")};
+	char guess[128], wrong[128];
+	size_t len, pre;
+
+	(void)state;
+	for (pre = 0; pre < 3; pre++) {
+		static const char *const before[] = {"", "key=", "text \"x\": "};
+
+		for (len = 1; len < strlen(key); len++) {
+			size_t b = strlen(before[pre]), i;
+
+			snprintf(guess, sizeof(guess), "%s%.*s", before[pre], (int)len, key);
+			memcpy(wrong, guess, b + len + 1);
+			/* Each byte changed within the same kind (letter, digit). */
+			for (i = b; i < b + len; i++)
+				wrong[i] = (char)(wrong[i] == 'z' || wrong[i] == 'Z' || wrong[i] == '9' ? wrong[i] - 1
+					  : (wrong[i] >= 'a' && wrong[i] <= 'y') || (wrong[i] >= 'A' && wrong[i] <= 'Y') ||
+					    (wrong[i] >= '0' && wrong[i] <= '8') ? wrong[i] + 1 : wrong[i]);
+			assert_int_equal(held_after(sec, 2, guess, b + len),
+					 held_after(sec, 2, wrong, b + len));
+			/* The last byte of the guess changed alone, too. */
+			wrong[b + len - 1] = guess[b + len - 1] == 'Q' ? 'R' : 'Q';
+			memcpy(wrong, guess, b + len - 1);
+			assert_int_equal(held_after(sec, 2, guess, b + len),
+					 held_after(sec, 2, wrong, b + len));
+		}
+	}
+}
+
+/* A stream that pauses after a word: held until sl_scrub_flush, which
+ * passes it on; should the bytes after the pause complete the key that
+ * began before it, the rest of the key does not come out. */
+static void test_flush(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("sk-SECRETSECRETSECRET")};
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, NULL), 0);
+	assert_int_equal(sl_scrub_feed(&s, "pong", 4, collect, &k), 0);
+	assert_int_equal(k.len, 0);
+	assert_int_equal(sl_scrub_held(&s), 4);
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(sl_scrub_held(&s), 0);
+	assert_memory_equal(k.buf, "pong", 4);
+	/* A second flush has nothing to pass on. */
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(k.len, 4);
+	/* The key split by a pause: its first part is out, the rest not. */
+	assert_int_equal(sl_scrub_feed(&s, " key=sk-SECR", 12, collect, &k), 0);
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(k.len, 16);
+	assert_int_equal(sl_scrub_feed(&s, "ETSECRETSECRET and on\n", 22, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(k.len, 38);
+	assert_memory_equal(k.buf, "pong key=sk-SECR************** and on\n", 38);
+	assert_null(memmem(k.buf, k.len, "ETSECRET", 8));
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
+/* A secret with a break byte in it (a space): a pause after that byte
+ * might be inside the secret, so the last (longest - 1) bytes are held,
+ * whatever they are. */
+static void test_secret_with_space(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("user pass1234")};
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, NULL), 0);
+	assert_int_equal(sl_scrub_feed(&s, "hello\n\nabc user ", 16, collect, &k), 0);
+	assert_int_equal(sl_scrub_held(&s), 12);
+	assert_int_equal(sl_scrub_feed(&s, "pass1234 ok\n", 12, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(k.len, 28);
+	assert_memory_equal(k.buf, "hello\n\nabc ************* ok\n", 28);
 	sl_scrub_free(&s);
 	free(k.buf);
 }
@@ -498,6 +612,9 @@ int main(void)
 	    cmocka_unit_test(test_random),
 	    cmocka_unit_test(test_same_length),
 	    cmocka_unit_test(test_no_needless_holding),
+	    cmocka_unit_test(test_no_prefix_oracle),
+	    cmocka_unit_test(test_flush),
+	    cmocka_unit_test(test_secret_with_space),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_sink_error),
 	    cmocka_unit_test(test_reuse),
