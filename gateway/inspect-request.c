@@ -21,10 +21,24 @@
 
 /* ---- requests ---- */
 
+/* Request headers that would let a response come back in a form the
+ * scrubber cannot see whole: compressed (Accept-Encoding, and websocket's
+ * permessage-deflate), or in slices (Range; If-Range only qualifies it).
+ * A client that asked for a range gets the whole body, as from any server
+ * that ignores Range (RFC 9110 14.2). */
+static bool scrub_hides(const struct sl_http_span *name)
+{
+	return sl_http_span_caseeq(name, "accept-encoding") || sl_http_span_caseeq(name, "range") ||
+	       sl_http_span_caseeq(name, "if-range") ||
+	       sl_http_span_caseeq(name, "sec-websocket-extensions");
+}
+
 /* The head we send upstream: the request line with the target that was
  * decided (origin-form), the client's end-to-end headers, the credential
- * in place of every credential header the client sent, and identity
- * encoding where responses must be scrubbed. */
+ * in place of every credential header the client sent, and where
+ * responses must be scrubbed, what keeps them whole and plain: identity
+ * encoding, no ranges (an echoed key sent in slices, each too short to
+ * match, is the key), no websocket extensions (permessage-deflate). */
 static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 			       const char *target, const struct sl_inject *inj,
 			       const struct sl_secret_value *v)
@@ -74,7 +88,7 @@ static int build_upstream_head(struct insp *in, const struct sl_http_request *r,
 		/* Ours, in the one spelling the decision was made for. */
 		if (sl_http_span_caseeq(&h->name, "host"))
 			continue;
-		if (in->scrub_on && sl_http_span_caseeq(&h->name, "accept-encoding"))
+		if (in->scrub_on && scrub_hides(&h->name))
 			continue;
 		len += sl_http_put_header(out + len, h);
 	}

@@ -137,15 +137,26 @@ static int read_file(const struct sl_secret *sec, const char *path, uid_t sandbo
 	return 0;
 }
 
-/* Strip trailing newlines, then refuse what cannot go into a header. */
+/* Strip trailing newlines, and spaces and tabs at either end, then refuse
+ * what cannot go into a header. A field value's own whitespace at its ends
+ * is not part of it (RFC 9110 5.5): the origin gets the value without it,
+ * and an origin that echoes it echoes it without; the scrubber must look
+ * for what the origin has, so the value is that from the start. */
 static int check_value(const struct sl_secret *sec, const char *where, struct sl_secret_value *v,
 		       char *err, size_t errlen)
 {
 	const char *what = source_word(sec->source);
-	size_t i;
+	size_t i, lead = 0;
 
-	while (v->len > 0 && (v->value[v->len - 1] == '\n' || v->value[v->len - 1] == '\r'))
+	while (v->len > 0 && memchr("\r\n \t", v->value[v->len - 1], 4))
 		v->value[--v->len] = '\0';
+	while (lead < v->len && (v->value[lead] == ' ' || v->value[lead] == '\t'))
+		lead++;
+	if (lead) {
+		memmove(v->value, v->value + lead, v->len - lead);
+		explicit_bzero(v->value + v->len - lead, lead);
+		v->len -= lead;
+	}
 	v->value[v->len] = '\0';
 
 	if (v->len == 0)

@@ -176,6 +176,19 @@ static void test_newlines(void **state)
 	expect_refused(SL_SECRET_FILE, p, -EINVAL, "0x0d");
 	p = put("nul-inside", "sk-test-0123\0abcdef", 19, 0600);
 	expect_refused(SL_SECRET_FILE, p, -EINVAL, "0x00");
+	p = put("nul-end", "sk-test-0123456789\0", 19, 0600);
+	expect_refused(SL_SECRET_FILE, p, -EINVAL, "0x00");
+	/* Spaces and tabs at the ends are not part of a header's value: an
+	 * origin never sees them, so the value is kept without them (the
+	 * scrubber looks for what an echo would hold). Inside, they stay. */
+	p = put("blank-ends", " \t sk-test-0123456789 \t\n", 24, 0600);
+	expect_ok(SL_SECRET_FILE, p, "sk-test-0123456789");
+	p = put("blank-inside", "sk-test 0123456789\n", 19, 0600);
+	expect_ok(SL_SECRET_FILE, p, "sk-test 0123456789");
+	p = put("blank-only", " \t \n", 4, 0600);
+	expect_refused(SL_SECRET_FILE, p, -EINVAL, "empty");
+	p = put("blank-short", "   sk-1234   \n", 14, 0600);
+	expect_refused(SL_SECRET_FILE, p, -EINVAL, "bytes");
 }
 
 static void test_env(void **state)
