@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: MIT
+# scrub-agent.py NAME...: the hostile agent of test-scrub-attacks.sh, run
+# inside `sluice run`. It never holds a key: it tries to get one out of
+# sluice, past the response scrubber. Each attack prints "NAME: RESULT"
+# (what it recovered or saw, bodies with their bytes escaped so that each
+# result is one line) and "NAME took: SECONDS"; the test compares RESULT
+# with the keys (and never prints them).
+# HTTPS goes through HTTPS_PROXY (CONNECT), TLS verified against
+# SSL_CERT_FILE (sluice's CA), as any client in the sandbox would.
+import base64, os, socket, ssl, sys, threading, time, zlib
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+API, TRIM, ORACLE = "api.scrub.test", "trim.scrub.test", "oracle.scrub.test"
+CTX = ssl.create_default_context()
+
+
+def tls(host, port=443):
+    p = urlsplit(os.environ.get("HTTPS_PROXY") or os.environ["https_proxy"])
+    s = socket.create_connection((p.hostname, p.port or 80), timeout=10)
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
+    h = b""
+    while b"\r\n\r\n" not in h:
+        d = s.recv(1)
+        if not d:
+            raise OSError("CONNECT closed")
+        h += d
+    if not h.startswith(b"HTTP/1.1 200"):
+        raise OSError("CONNECT " + h.split(b"\r\n")[0].decode())
+    return CTX.wrap_socket(s, server_hostname=host)
+
+
+def read_head(s, buf=b""):
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(65536)
+        if not d:
+            raise EOFError
+        buf += d
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def get(host, path, extra=b""):
+    """One GET: (status line, headers, body). The body is Content-Length
+    bytes when the answer says so, else what comes until the close."""
+    s = tls(host)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s\r\n" % (path.encode(), host.encode(), extra))
+    head, body = read_head(s)
+    lines = head.split(b"\r\n")
+    hdrs = {}
+    for l in lines[1:]:
+        n, _, v = l.decode("latin-1").partition(":")
+        hdrs[n.strip().lower()] = v.strip()
+    want = int(hdrs["content-length"]) if hdrs.get("content-length", "").isdigit() else None
+    s.settimeout(5)
+    try:
+        while want is None or len(body) < want:
+            d = s.recv(65536)
+            if not d:
+                break
+            body += d
+    except (OSError, ssl.SSLError):
+        pass
+    s.close()
+    return lines[0].decode("latin-1"), hdrs, body
+
+
+def esc(b):
+    """Bytes as one printable line (a key's characters stay as they are)."""
+    return b.decode("latin-1").encode("unicode_escape").decode("ascii")
+
+
+def code(st):
+    parts = st.split(" ")
+    return parts[1] if len(parts) > 1 else "none"
+
+
+# ---- 1. the scrubber's held-back tail as a prefix oracle ----
+# A scrubber that holds back a body's tail only while it could be the start
+# of a secret, and passes it at once otherwise (the old scrub.c,
+# pending_at), says by whether an echo that pauses after the agent's bytes
+# comes at once whether those bytes begin a secret: one character at a
+# time, every key the policy loads comes out. oracle.scrub.test only
+# echoes what the agent sends. A scrubber whose holding back says nothing
+# about the secrets holds (or passes) every candidate alike: then more
+# than BEAM candidates are held and the agent, unable to pick one, says
+# "ambiguous after N bytes" and stops; when none is held it says "stuck".
+# Bounded: at most ORACLE_MAX rounds (the test asks for a few; a leaky
+# scrubber gives a byte each round), each of len(ALPHA) * BEAM probes.
+
+ALPHA = "0123456789abcdef-ghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+BEAM = 4  # prefixes followed at once: two keys may share a first byte
+ORACLE_MAX = int(os.environ.get("ORACLE_MAX", "80"))
+
+
+def probe(guess, wait=0.4):
+    """'held' (nothing of the echo came within wait), 'echo' (it came as
+    sent), 'redacted' (it came, changed: a whole key) or 'partial'."""
+    try:
+        s = tls(ORACLE)
+        s.sendall(b"GET /stream?g=%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (guess.hex().encode(), ORACLE.encode()))
+        head, rest = read_head(s)
+        deadline = time.monotonic() + wait
+        data = rest
+        while time.monotonic() < deadline:
+            # The re-framed chunk: "<hex>\r\n<data>\r\n".
+            if b"\r\n" in data:
+                size, _, after = data.partition(b"\r\n")
+                n = int(size, 16)
+                if len(after) >= n:
+                    s.close()
+                    return "echo" if after[:n] == guess[:n] and n == len(guess) else (
+                        "redacted" if n == len(guess) else "partial")
+            s.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                d = s.recv(65536)
+            except socket.timeout:
+                break
+            if not d:
+                break
+            data += d
+        s.close()
+        return "held" if not data else "partial"
+    except (OSError, ssl.SSLError, EOFError, ValueError) as e:
+        return "error " + str(e)
+
+
+def oracle():
+    beam = [b""]
+    pool = ThreadPoolExecutor(max_workers=32)
+    try:
+        for n in range(ORACLE_MAX):
+            cands = [k + c.encode() for k in beam for c in ALPHA]
+            res = list(pool.map(probe, cands))
+            held = [g for g, r in zip(cands, res) if r == "held"]
+            red = [g for g, r in zip(cands, res) if r == "redacted"]
+            errs = [r for r in res if r.startswith("error")]
+            if red:
+                return "recovered " + red[0].decode()
+            if errs and not held:
+                return "error after %d bytes: %s" % (n, errs[0])
+            if not held:
+                return "stuck after %d bytes (%d probes, none held)" % (n, len(cands))
+            if len(held) > BEAM:
+                return "ambiguous after %d bytes (%d of %d probes held)" % (n, len(held), len(cands))
+            beam = held
+        return "prefix %d bytes: %s" % (ORACLE_MAX, " ".join(b.decode() for b in beam))
+    finally:
+        pool.shutdown()
+
+
+# ---- 2. Range: the origin sends slices of a page that echoes the key ----
+
+def range_multi():
+    st, h, body = get(API, "/echo-range", b"Range: bytes=4-11,12-\r\n")
+    parts = []
+    bnd = h.get("content-type", "").partition("boundary=")[2].encode()
+    for part in body.split(b"--" + bnd)[1:]:
+        if part.startswith(b"--"):
+            break
+        _, _, data = part.partition(b"\r\n\r\n")
+        parts.append(data[:-2] if data.endswith(b"\r\n") else data)
+    return "%s recovered %s body %s" % (code(st), esc(b"".join(parts)), esc(body))
+
+
+def range_two():
+    st1, _, b1 = get(API, "/echo-range", b"Range: bytes=4-11\r\n")
+    st2, _, b2 = get(API, "/echo-range", b"Range: bytes=12-\r\n")
+    return "%s %s recovered %s" % (code(st1), code(st2), esc(b1 + b2))
+
+
+def range_none():
+    # The control: the whole page, the key in one piece, is scrubbed.
+    st, _, body = get(API, "/echo-range")
+    return code(st) + " " + esc(body)
+
+
+# ---- 3. a key with whitespace around it ----
+
+def trim():
+    st, _, body = get(TRIM, "/echo-trim")
+    return code(st) + " " + esc(body)
+
+
+# ---- 4. websocket permessage-deflate, offered by the agent ----
+
+def ws(deflate):
+    s = tls(API)
+    key = base64.b64encode(os.urandom(16))
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: " + API.encode() + b"\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key + b"\r\n" +
+              (b"Sec-WebSocket-Extensions: permessage-deflate\r\n" if deflate else b"") + b"\r\n")
+    head, rest = read_head(s)
+    st = code(head.split(b"\r\n")[0].decode("latin-1"))
+
+    def frame_len(b):
+        """The whole first frame's length, or None while its header is short."""
+        if len(b) < 2:
+            return None
+        n = b[1] & 0x7f
+        if n < 126:
+            return 2 + n
+        return 4 + int.from_bytes(b[2:4], "big") if len(b) >= 4 else None
+
+    s.settimeout(3)
+    try:
+        for _ in range(1000):  # bounded: a greeting is a few records
+            need = frame_len(rest)
+            if need is not None and len(rest) >= need:
+                break
+            d = s.recv(65536)
+            if not d:
+                break
+            rest += d
+    except (OSError, ssl.SSLError):
+        pass
+    # Whether the websocket was still open when the greeting had come
+    # (the origin keeps it 2 s): a greeting that ends in a word, held back
+    # by the scrubber until the close, would come only with the close.
+    state = "closed"
+    try:
+        s.settimeout(0.3)
+        if s.recv(65536):
+            state = "open"
+    except socket.timeout:
+        state = "open"
+    except (OSError, ssl.SSLError):
+        pass
+    s.close()
+    if frame_len(rest) is None:
+        return st + " no frame"
+    n, off = rest[1] & 0x7f, 2
+    if n == 126:
+        n, off = int.from_bytes(rest[2:4], "big"), 4
+    payload = rest[off:off + n]
+    if rest[0] & 0x40:
+        try:
+            payload = zlib.decompressobj(-15).decompress(payload + b"\x00\x00\xff\xff")
+        except zlib.error as e:
+            return st + " compressed, not inflatable (%s): %s" % (e, esc(payload))
+        return st + " compressed " + esc(payload)
+    return st + " plain " + state + " " + esc(payload)
+
+
+attacks = {
+    "oracle": oracle,
+    "range-multi": range_multi,
+    "range-two": range_two,
+    "range-none": range_none,
+    "trim": trim,
+    "ws-deflate": lambda: ws(True),
+    "ws-plain": lambda: ws(False),
+}
+
+for name in sys.argv[1:]:
+    t0 = time.monotonic()
+    try:
+        res = attacks[name]()
+    except Exception as e:  # an attack that broke says so; its check fails
+        res = "error %s: %s" % (type(e).__name__, e)
+    print("%s: %s" % (name, res))
+    print("%s took: %.1fs" % (name, time.monotonic() - t0))
+    sys.stdout.flush()

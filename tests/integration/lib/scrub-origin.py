@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: MIT
+# scrub-origin.py LOG CERT KEY ADDR: an HTTPS origin (:443) for
+# test-scrub-attacks.sh, where a hostile agent tries to get an injected key
+# back past sluice's response scrubber. Every route behaves as some
+# ordinary, honest server does; none of them knows any key. It logs
+# "METHOD TARGET host=HOST key=yes|no trim=yes|no range=yes|no wsext=yes|no"
+# per request (whether an x-api-key / x-trim-key / Range /
+# Sec-WebSocket-Extensions header came, never a value).
+#
+# Routes:
+#   /stream?g=HEX     a streaming echo (think: a websocket or SSE echo, a
+#                     chunked "tail -f"): a chunk holding the bytes HEX
+#                     names, then 0.8 s of silence, then "\n" and the end.
+#                     It echoes only what the agent sent, never a header.
+#   /echo-range       a page that prints the x-api-key header it got
+#                     ("key=VALUE\n"), served as Apache serves any 200
+#                     response (its byterange filter honours Range on CGI and
+#                     PHP output too): one range -> 206 with Content-Range,
+#                     several -> multipart/byteranges.
+#   /echo-trim        prints the x-trim-key header's value as servers parse
+#                     it: optional whitespace around a field value is not
+#                     part of it (RFC 9110 5.5), so it is stripped.
+#   /ws               a websocket that greets with "hello; x-api-key=VALUE; over"
+#                     (a debug/echo endpoint); with permessage-deflate
+#                     offered it accepts it (as Python websockets, ws for
+#                     Node and most servers do by default) and sends the
+#                     greeting compressed (RSV1).
+import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
+from urllib.parse import parse_qs, urlsplit
+
+log_path, cert, keyf, addr = sys.argv[1:5]
+lock = threading.Lock()
+
+
+def log(line):
+    with lock, open(log_path, "a") as f:
+        f.write(line + "\n")
+
+
+class Conn:
+    def __init__(self, sock):
+        self.s, self.buf = sock, b""
+
+    def fill(self):
+        d = self.s.recv(65536)
+        if not d:
+            raise EOFError
+        self.buf += d
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            if len(self.buf) > 65536:
+                raise EOFError
+            self.fill()
+        l, _, self.buf = self.buf.partition(b"\r\n")
+        return l
+
+    def take(self, n):
+        while len(self.buf) < n:
+            self.fill()
+        d, self.buf = self.buf[:n], self.buf[n:]
+        return d
+
+    def request(self):
+        while True:
+            rl = self.line()
+            if rl:
+                break
+        method, target, _ = rl.decode("latin-1").split(" ", 2)
+        hdrs = []
+        while True:
+            l = self.line()
+            if not l:
+                break
+            n, _, v = l.decode("latin-1").partition(":")
+            # RFC 9110 5.5: leading and trailing SP / HTAB are not part of
+            # the value (every mainstream server strips them).
+            hdrs.append((n.strip(), v.strip(" \t")))
+        get = lambda name: next((v for n, v in hdrs if n.lower() == name), None)
+        body = b""
+        if get("content-length"):
+            body = self.take(int(get("content-length")))
+        return method, target, hdrs, get, body
+
+
+def resp(status, body=b"", headers=()):
+    h = "".join("%s: %s\r\n" % hv for hv in headers)
+    return ("HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n" % (status, h, len(body))).encode() + body
+
+
+def ranged(get, body, ctype="text/plain"):
+    """Apache's byterange filter, simplified: bytes=a-b[,c-d...]."""
+    rng = get("range")
+    if not rng or not rng.startswith("bytes="):
+        return resp("200 OK", body, [("Content-Type", ctype), ("Accept-Ranges", "bytes")])
+    parts = []
+    for spec in rng[6:].split(","):
+        a, _, b = spec.strip().partition("-")
+        if a == "":
+            a, b = len(body) - int(b), len(body) - 1
+        else:
+            a, b = int(a), (int(b) if b else len(body) - 1)
+        b = min(b, len(body) - 1)
+        if a <= b:
+            parts.append((a, b))
+    if not parts:
+        return resp("416 Range Not Satisfiable", b"", [("Content-Range", "bytes */%d" % len(body))])
+    if len(parts) == 1:
+        a, b = parts[0]
+        return resp("206 Partial Content", body[a:b + 1],
+                    [("Content-Type", ctype), ("Content-Range", "bytes %d-%d/%d" % (a, b, len(body)))])
+    bnd = "SCRUBBOUNDARY"
+    out = b""
+    for a, b in parts:
+        out += ("--%s\r\nContent-Type: %s\r\nContent-Range: bytes %d-%d/%d\r\n\r\n" % (
+            bnd, ctype, a, b, len(body))).encode() + body[a:b + 1] + b"\r\n"
+    out += ("--%s--\r\n" % bnd).encode()
+    return resp("206 Partial Content", out, [("Content-Type", "multipart/byteranges; boundary=" + bnd)])
+
+
+def ws_frame(payload, rsv1=False):
+    b0 = 0x80 | (0x40 if rsv1 else 0) | 0x1
+    n = len(payload)
+    if n < 126:
+        h = bytes([b0, n])
+    else:
+        h = bytes([b0, 126]) + n.to_bytes(2, "big")
+    return h + payload
+
+
+def serve(sock):
+    c = Conn(sock)
+    try:
+        while True:
+            method, target, hdrs, get, body = c.request()
+            u = urlsplit(target)
+            q = parse_qs(u.query)
+            p = u.path
+            key = get("x-api-key") or ""
+            yn = lambda v: "yes" if v else "no"
+            log("%s %s host=%s key=%s trim=%s range=%s wsext=%s" % (
+                method, target, get("host"), yn(key), yn(get("x-trim-key")),
+                yn(get("range") or get("if-range")), yn(get("sec-websocket-extensions"))))
+            if p == "/stream":
+                g = bytes.fromhex(q.get("g", [""])[0])
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(g), g))
+                time.sleep(0.8)
+                sock.sendall(b"1\r\n\n\r\n0\r\n\r\n")
+                continue
+            if p == "/echo-range":
+                sock.sendall(ranged(get, ("key=%s\n" % key).encode()))
+                continue
+            if p == "/echo-trim":
+                sock.sendall(resp("200 OK", ("key=%s\n" % (get("x-trim-key") or "")).encode()))
+                continue
+            if p == "/ws" and (get("upgrade") or "").lower() == "websocket":
+                acc = base64.b64encode(hashlib.sha1((get("sec-websocket-key") or "").encode() +
+                                                    b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+                deflate = "permessage-deflate" in (get("sec-websocket-extensions") or "").lower()
+                head = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                        b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + acc + b"\r\n")
+                if deflate:
+                    head += b"Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover\r\n"
+                msg = ("hello; x-api-key=%s; over" % key).encode()
+                if deflate:
+                    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+                    data = co.compress(msg) + co.flush(zlib.Z_SYNC_FLUSH)
+                    frame = ws_frame(data[:-4], rsv1=True)  # RFC 7692: drop 00 00 ff ff
+                else:
+                    frame = ws_frame(msg)
+                sock.sendall(head + b"\r\n" + frame)
+                time.sleep(2)
+                break
+            sock.sendall(resp("200 OK", ("origin %s %s\n" % (method, target)).encode()))
+    except (EOFError, OSError, ValueError, IndexError):
+        pass
+    finally:
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+
+def listen(port, ctx):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((addr, port))
+    ls.listen(128)
+    while True:
+        s, _ = ls.accept()
+
+        def run(s=s):
+            try:
+                s.settimeout(20)
+                s = ctx.wrap_socket(s, server_side=True)
+                serve(s)
+            except (OSError, ssl.SSLError):
+                pass
+        threading.Thread(target=run, daemon=True).start()
+
+
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, keyf)
+threading.Thread(target=listen, args=(443, ctx), daemon=True).start()
+time.sleep(0.3)
+open(log_path + ".ready", "w").close()
+threading.Event().wait()
