@@ -7,9 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dns-budget.h"
 #include "macro.h"
 
-#define CACHE_SIZE 256
+/* The cache: CACHE_SOFT entries, and beyond that as many as the last
+ * minute's upstream lookups need, up to CACHE_HARD (see cache_put). */
+#define CACHE_SOFT 256
+#define CACHE_HARD 16384
+#define CACHE_BUCKETS 4096 /* a power of two */
 #define TTL_MAX 300 /* seconds: re-resolve at least every five minutes */
 /* And at most this often: a name the agent chose (under a wildcard) is
  * charged to the DNS budget once a minute however often it is looked up,
@@ -29,11 +34,13 @@ struct poller {
 };
 
 struct cache_entry {
-	char name[256];
-	uint32_t hash; /* of name: most entries are passed over on it */
-	uint64_t expires_ms;
+	struct cache_entry *bucket_next;
+	struct cache_entry *older, *newer; /* by when it was last put */
+	uint32_t hash; /* of name */
+	uint64_t put_ms, expires_ms;
 	int status; /* 0, or the failure (-ENOENT, -ETIMEDOUT, -EIO) */
 	struct sl_gw_addrs addrs;
+	char name[256];
 };
 
 struct sl_gw_resolve_req {
@@ -58,7 +65,12 @@ struct sl_gw_resolver {
 	bool channel_ok;
 	uv_timer_t timer;
 	struct poller *pollers;
-	struct cache_entry cache[CACHE_SIZE];
+	/* By name, and oldest put first (`oldest`..`newest`): an entry put
+	 * in the DNS budget's window is never the one made room with. */
+	struct cache_entry *bucket[CACHE_BUCKETS];
+	struct cache_entry *oldest, *newest;
+	size_t n_cache;
+	size_t n_inflight;
 	sl_gw_resolve_gate gate; /* asked before a name goes upstream */
 	void *gate_data;
 	struct sl_gw_resolve_req *inflight;
@@ -200,39 +212,111 @@ static uint32_t name_hash(const char *name)
 	return h;
 }
 
+static struct cache_entry *cache_find(struct sl_gw_resolver *r, const char *name, uint32_t h)
+{
+	struct cache_entry *e;
+
+	for (e = r->bucket[h & (CACHE_BUCKETS - 1)]; e; e = e->bucket_next)
+		if (e->hash == h && !strcmp(e->name, name))
+			return e;
+	return NULL;
+}
+
 static struct cache_entry *cache_get(struct sl_gw_resolver *r, const char *name)
 {
-	uint64_t now = uv_now(r->loop);
-	uint32_t h = name_hash(name);
-	size_t i;
+	struct cache_entry *e = cache_find(r, name, name_hash(name));
 
-	for (i = 0; i < CACHE_SIZE; i++)
-		if (r->cache[i].hash == h && r->cache[i].expires_ms > now &&
-		    !strcmp(r->cache[i].name, name))
-			return &r->cache[i];
+	return e && e->expires_ms > uv_now(r->loop) ? e : NULL;
+}
+
+static void age_unlink(struct sl_gw_resolver *r, struct cache_entry *e)
+{
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		r->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		r->newest = e->older;
+	e->older = e->newer = NULL;
+}
+
+static void age_append(struct sl_gw_resolver *r, struct cache_entry *e)
+{
+	e->older = r->newest;
+	e->newer = NULL;
+	if (r->newest)
+		r->newest->newer = e;
+	else
+		r->oldest = e;
+	r->newest = e;
+}
+
+static void bucket_unlink(struct sl_gw_resolver *r, struct cache_entry *e)
+{
+	struct cache_entry **pp = &r->bucket[e->hash & (CACHE_BUCKETS - 1)];
+
+	for (; *pp; pp = &(*pp)->bucket_next)
+		if (*pp == e) {
+			*pp = e->bucket_next;
+			break;
+		}
+}
+
+/* The oldest entry, if room may be made with it: expired, or put before
+ * the DNS budget's window began. A name put since is in the budget's
+ * window, which asks nothing for it again (dns-budget.h): dropped from
+ * the cache, it would go upstream at every lookup, free, a channel
+ * counted in lookups (300 names under five wildcards, asked in turn,
+ * went upstream 1500 times in seconds with 256 fixed entries). */
+static struct cache_entry *cache_victim(struct sl_gw_resolver *r)
+{
+	uint64_t now = uv_now(r->loop);
+	struct cache_entry *e = r->oldest;
+
+	if (r->n_cache < CACHE_SOFT || !e)
+		return NULL;
+	if (e->expires_ms <= now || e->put_ms + SL_DNS_BUDGET_WINDOW_MS <= now)
+		return e;
 	return NULL;
+}
+
+/* Whether a lookup may go upstream: its answer will find room. */
+static bool cache_room(struct sl_gw_resolver *r)
+{
+	return r->n_cache + r->n_inflight < CACHE_HARD || cache_victim(r);
 }
 
 static void cache_put(struct sl_gw_resolver *r, const char *name, int status,
 		      const struct sl_gw_addrs *a)
 {
-	struct cache_entry *victim = &r->cache[0];
 	unsigned ttl = a->ttl < TTL_MIN ? TTL_MIN : a->ttl > TTL_MAX ? TTL_MAX : a->ttl;
-	size_t i;
+	uint32_t h = name_hash(name);
+	struct cache_entry *e = cache_find(r, name, h);
+	bool fresh = !e;
 
-	for (i = 0; i < CACHE_SIZE; i++) {
-		if (!strcmp(r->cache[i].name, name)) {
-			victim = &r->cache[i];
-			break;
-		}
-		if (r->cache[i].expires_ms < victim->expires_ms)
-			victim = &r->cache[i];
+	if (e) {
+		age_unlink(r, e);
+	} else if ((e = cache_victim(r))) {
+		age_unlink(r, e);
+		bucket_unlink(r, e);
+	} else if (!(e = calloc(1, sizeof(*e)))) {
+		return; /* out of memory: not kept */
+	} else {
+		r->n_cache++;
 	}
-	snprintf(victim->name, sizeof(victim->name), "%s", name);
-	victim->hash = name_hash(victim->name);
-	victim->addrs = *a;
-	victim->status = status;
-	victim->expires_ms = uv_now(r->loop) + (status ? FAIL_TTL_MS : (uint64_t)ttl * 1000);
+	if (fresh) {
+		snprintf(e->name, sizeof(e->name), "%s", name);
+		e->hash = h;
+		e->bucket_next = r->bucket[h & (CACHE_BUCKETS - 1)];
+		r->bucket[h & (CACHE_BUCKETS - 1)] = e;
+	}
+	e->addrs = *a;
+	e->status = status;
+	e->put_ms = uv_now(r->loop);
+	e->expires_ms = e->put_ms + (status ? FAIL_TTL_MS : (uint64_t)ttl * 1000);
+	age_append(r, e);
 }
 
 static void req_idle_closed(uv_handle_t *h)
@@ -293,6 +377,7 @@ static void addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinf
 	for (pp = &q->r->inflight; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
 			*pp = q->next;
+			q->r->n_inflight--;
 			break;
 		}
 	if (err != -ECANCELED)
@@ -371,6 +456,11 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 		 * (addrinfo_cb delivers it, never from inside this call). */
 		q->next = lead->followers;
 		lead->followers = q;
+	} else if (!cache_room(r)) {
+		/* Its answer could not be kept without dropping one the
+		 * budget's window still counts (cache_victim): not asked. */
+		q->status = -ENOBUFS;
+		defer(q);
 	} else if (r->gate && (k = r->gate(r->gate_data, name)) < 0) {
 		/* Not asked upstream: the caller hears why, like any
 		 * failure, on the next loop turn. */
@@ -381,6 +471,7 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 		snprintf(absolute, sizeof(absolute), "%s.", name);
 		q->next = r->inflight;
 		r->inflight = q;
+		r->n_inflight++;
 		q->in_call = true;
 		ares_getaddrinfo(r->channel, absolute, NULL, &hints, addrinfo_cb, q);
 		q->in_call = false;
@@ -397,7 +488,15 @@ void sl_gw_resolve_cancel(struct sl_gw_resolve_req *req)
 
 static void resolver_closed(uv_handle_t *h)
 {
-	free(container_of(h, struct sl_gw_resolver, timer));
+	struct sl_gw_resolver *r = container_of(h, struct sl_gw_resolver, timer);
+
+	while (r->oldest) {
+		struct cache_entry *e = r->oldest;
+
+		r->oldest = e->newer;
+		free(e);
+	}
+	free(r);
 }
 
 void sl_gw_resolver_free(struct sl_gw_resolver *r)
@@ -421,6 +520,8 @@ const char *sl_gw_resolve_failure(int status, int *ret_http, const char **ret_re
 		return "no such name";
 	case -ETIMEDOUT:
 		return "timed out";
+	case -ENOBUFS:
+		return "too many names in the last minute for the resolver's cache";
 	case -EDQUOT:
 		/* The budget (dns-gate.c): short enough for the messages
 		 * that name the host. */

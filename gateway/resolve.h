@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gateway's resolver: c-ares on the libuv loop, with a small cache that
+ * The gateway's resolver: c-ares on the libuv loop, with a cache that
  * honours TTLs, from 30 s (an answer; a failure is kept 5 s) to 5 minutes,
+ * and never drops an answer of the DNS budget's last minute to make room
+ * (-ENOBUFS for a lookup beyond what it may hold),
  * and lookups of a name already in flight wait for its answer (resolve.c:
  * how often a name goes upstream is the agent's channel too). The gateway connects only to addresses it resolved itself,
  * for the name it decided on: a client never names an address, so it cannot
