@@ -208,6 +208,12 @@ static int emit_marker(struct sl_scrub *s, size_t m, sl_scrub_out_fn *out, void 
 	return r;
 }
 
+/* The error a broken scrubber repeats, -EINVAL for one never set up. */
+static int unusable(const struct sl_scrub *s)
+{
+	return s->error ? s->error : s->map ? 0 : -EINVAL;
+}
+
 /* v->b[a..b) passed on, less what a flush passed on already. */
 static int emit_range(struct sl_scrub *s, const struct view *v, size_t a, size_t b,
 		      sl_scrub_out_fn *out, void *userdata)
@@ -347,10 +353,8 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
 	size_t p;
 	int r;
 
-	if (s->error)
-		return s->error;
-	if (!s->map)
-		return -EINVAL;
+	if ((r = unusable(s)) < 0)
+		return r;
 	if (len == 0)
 		return 0;
 	if (s->fill) {
@@ -393,10 +397,8 @@ int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 	size_t p;
 	int r;
 
-	if (s->error)
-		return s->error;
-	if (!s->map)
-		return -EINVAL;
+	if ((r = unusable(s)) < 0)
+		return r;
 	if (s->sent == s->fill)
 		return 0;
 	/* Decided as if the stream ended here, but kept: bytes that come
@@ -417,10 +419,8 @@ int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 {
 	int r;
 
-	if (s->error)
-		return s->error;
-	if (!s->map)
-		return -EINVAL;
+	if ((r = unusable(s)) < 0)
+		return r;
 	r = drain_held(s, true, out, userdata);
 	if (r < 0)
 		return r;
