@@ -58,6 +58,9 @@ cat >"$T/atk-origin.py" <<'PY'
 import gzip, hmac, os, socket, ssl, sys, threading, time
 from urllib.parse import parse_qs, urlsplit
 
+sys.path.insert(0, os.environ["SL_TEST_LIB"])
+from rawhttp import Conn  # noqa: E402
+
 log_path, cert, keyf, addr = sys.argv[1:5]
 lock = threading.Lock()
 OPEN = [0]
@@ -80,59 +83,6 @@ def auth_of(hdrs):
                  hmac.compare_digest(v.encode(), ("Bearer " + k).encode()) for k in KEYS)
              for v in vals)
     return "real" if ok else "wrong"
-
-
-class Conn:
-    def __init__(self, sock):
-        self.s, self.buf = sock, b""
-
-    def fill(self):
-        d = self.s.recv(65536)
-        if not d:
-            raise EOFError
-        self.buf += d
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > 65536:
-                raise EOFError
-            self.fill()
-        l, _, self.buf = self.buf.partition(b"\r\n")
-        return l
-
-    def take(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
-
-    def request(self):
-        while True:
-            rl = self.line()
-            if rl:
-                break
-        method, target, _ = rl.decode("latin-1").split(" ", 2)
-        hdrs = []
-        while True:
-            l = self.line()
-            if not l:
-                break
-            n, _, v = l.decode("latin-1").partition(":")
-            hdrs.append((n.strip(), v.strip()))
-        get = lambda name: next((v for n, v in hdrs if n.lower() == name), None)
-        body = b""
-        if "chunked" in (get("transfer-encoding") or "").lower():
-            while True:
-                size = int(self.line().split(b";")[0], 16)
-                if size == 0:
-                    while self.line():
-                        pass
-                    break
-                body += self.take(size)
-                self.line()
-        elif get("content-length"):
-            body = self.take(int(get("content-length")))
-        return method, target, hdrs, get, body
 
 
 def resp(status, body=b"", headers=()):

@@ -97,8 +97,12 @@ cat >"$T/lc-origin.py" <<'PY'
 # is never answered. Logs "REQ METHOD PATH conn=C idx=I auth=present|none"
 # per request (never a header's value), "DNS-DROP NAME" per query left
 # unanswered, and how some routes ended.
-import base64, hashlib, socket, ssl, struct, sys, threading, time
+import base64, hashlib, os, socket, ssl, struct, sys, threading, time
+
 from urllib.parse import parse_qs, urlsplit
+
+sys.path.insert(0, os.environ["SL_TEST_LIB"])
+from rawhttp import Conn  # noqa: E402
 
 log_path, cert, keyf, addr, dnsport, priv = sys.argv[1:7]
 lock = threading.Lock()
@@ -135,41 +139,6 @@ def dns():
             u.sendto(r, src)
         except (IndexError, struct.error, UnicodeDecodeError):
             pass
-
-
-class Conn:
-    def __init__(self, s):
-        self.s, self.buf = s, b""
-
-    def fill(self):
-        d = self.s.recv(65536)
-        if not d:
-            raise EOFError
-        self.buf += d
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > 1 << 20:
-                raise EOFError
-            self.fill()
-        l, _, self.buf = self.buf.partition(b"\r\n")
-        return l
-
-    def take(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
-
-    def drain(self, n):
-        got = min(n, len(self.buf))
-        self.buf = self.buf[got:]
-        while got < n:
-            d = self.s.recv(min(1 << 20, n - got))
-            if not d:
-                raise EOFError
-            got += len(d)
-        return got
 
 
 def rst(raw):

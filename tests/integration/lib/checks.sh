@@ -25,6 +25,11 @@
 #                             1 if it does not
 #   gw_reload PID LOG         SIGHUP a `sluice gateway`, wait for its answer
 #   finish                    print "N passed, N failed", exit accordingly
+#   $SL_TEST_LIB              this folder, exported: the scripted origins a
+#                             test writes out import lib/rawhttp.py from it
+
+SL_TEST_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export SL_TEST_LIB
 
 passed=0
 failed=0
