@@ -82,8 +82,8 @@ static void held_arm(struct sl_gw_tls *t)
 		       t->held_first->held_due > now ? t->held_first->held_due - now : 0, 0);
 }
 
-/* After a read: due SCRUB_PAUSE_MS from now if the scrubber holds bytes
- * back, at the list's end (every entry is due a fixed time after its last
+/* After a read: due SCRUB_PAUSE_MS from now if the scrubber holds a tail
+ * short enough to pass on (sl_scrub_flushable), at the list's end (every entry is due a fixed time after its last
  * read, so the list stays in order). */
 void insp_held_update(struct insp *in)
 {
@@ -91,7 +91,7 @@ void insp_held_update(struct insp *in)
 	bool first;
 
 	insp_held_unlist(in);
-	if (!in->scrub_on || !sl_scrub_held(&in->scrub) || insp_closing(in))
+	if (!in->scrub_on || !sl_scrub_flushable(&in->scrub) || insp_closing(in))
 		return;
 	first = !t->held_first;
 	in->held_due = uv_now(in->c->gw->loop) + SCRUB_PAUSE_MS;
@@ -106,7 +106,7 @@ void insp_held_update(struct insp *in)
 		held_arm(t);
 }
 
-/* Nothing came for SCRUB_PAUSE_MS after a word the scrubber held back:
+/* Nothing came for SCRUB_PAUSE_MS after a short word the scrubber held:
  * passed on as it is (sl_scrub_flush: should the next bytes complete a
  * secret begun in it, the rest is still replaced). */
 static void held_timer_fired(uv_timer_t *tm)

@@ -26,7 +26,7 @@ static bool is_break(unsigned char c)
 int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, size_t n,
 		  const char *marker)
 {
-	size_t order[SL_SCRUB_MAX_SECRETS], total = 0, page, mlen, i, j;
+	size_t order[SL_SCRUB_MAX_SECRETS], total = 0, shortest = SL_SCRUB_MAX_LEN, page, mlen, i, j;
 	unsigned char *p;
 	void *map;
 
@@ -47,7 +47,10 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 		total += secrets[i].len;
 		if (secrets[i].len > s->max_len)
 			s->max_len = secrets[i].len;
+		if (secrets[i].len < shortest)
+			shortest = secrets[i].len;
 	}
+	s->flush_max = shortest / 4 < SL_SCRUB_FLUSH_MAX ? shortest / 4 : SL_SCRUB_FLUSH_MAX;
 
 	/* Longest first, so the first secret that matches at a position is
 	 * the longest one there (a stable insertion sort of eight). */
@@ -399,10 +402,12 @@ int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 
 	if ((r = unusable(s)) < 0)
 		return r;
-	if (s->sent == s->fill)
+	if (!sl_scrub_flushable(s))
 		return 0;
 	/* Decided as if the stream ended here, but kept: bytes that come
-	 * next may still complete a secret that begins in them. */
+	 * next may still complete a secret that begins in them. The fill is
+	 * the whole tail, with what earlier flushes passed on of it: no
+	 * secret that begins before it runs into it. */
 	r = drain(s, &v, true, out, userdata, &p);
 	if (r < 0)
 		return r;
@@ -413,6 +418,11 @@ int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 size_t sl_scrub_held(const struct sl_scrub *s)
 {
 	return s->fill - s->sent;
+}
+
+size_t sl_scrub_flushable(const struct sl_scrub *s)
+{
+	return s->fill <= s->flush_max ? s->fill - s->sent : 0;
 }
 
 int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)

@@ -25,7 +25,7 @@
  * guess begins the key, one byte at a time. A stream that pauses after a
  * break byte (a server-sent event's blank line, a JSON message's brace)
  * is passed on whole, at once; one that pauses after a word waits for its
- * next bytes, or for sl_scrub_flush. When a secret itself holds a break
+ * next bytes, or (a short word) for sl_scrub_flush. When a secret itself holds a break
  * byte, the last (longest - 1) bytes are always held. Memory is fixed
  * at init (one mapping, kept out of core dumps, wiped on free); feeding
  * allocates nothing. Each feed is searched where it lies (memmem per
@@ -49,6 +49,10 @@
 #define SL_SCRUB_MIN_LEN 8
 #define SL_SCRUB_MAX_LEN 4096
 #define SL_SCRUB_MAX_MARKER 64
+/* sl_scrub_flush passes on a held tail only while it is at most this long
+ * (and at most a quarter of the shortest secret), counting what earlier
+ * flushes passed on of it. */
+#define SL_SCRUB_FLUSH_MAX 7
 /* With marker NULL, each match is replaced by this text cut or padded with
  * '*' to the match's own length (shorter matches: all '*'), so the bytes
  * keep their count: Content-Length and chunk sizes stay true. */
@@ -81,6 +85,7 @@ struct sl_scrub {
 	size_t cap, fill;
 	size_t sent; /* of the fill, passed on already by sl_scrub_flush */
 	bool strict; /* a secret holds a break byte: always hold max_len - 1 */
+	size_t flush_max; /* the longest tail a flush passes on */
 	char marker[SL_SCRUB_MAX_MARKER];
 	size_t marker_len;
 	bool same_length;
@@ -103,15 +108,31 @@ int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, siz
 int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_fn *out,
 		  void *userdata);
 
-/* The stream pauses (nothing came for a while): pass on what is held back,
- * as if the stream ended here, but remember it. Should the bytes that come
- * next complete a secret that began in it, the rest of that secret is
- * replaced: what a flush let out is a part of a secret at most, never the
- * rest of it. Returns 0 or the error out returned. */
+/*
+ * The stream pauses (nothing came for a while): pass on what is held back,
+ * as if the stream ended here, but remember it, if the held tail is short
+ * (sl_scrub_flushable); a longer one waits for the next bytes or the end.
+ * Should the bytes that come next complete a secret that began in it, the
+ * rest of that secret is replaced. So what pauses let out of a secret
+ * before it is complete is its first SL_SCRUB_FLUSH_MAX bytes at most
+ * (fewer for a short secret), however many pauses cut it and wherever
+ * they fall: an agent can place a pause (it stops reading, and the gateway
+ * stops reading the origin; an origin far away sends its first window of
+ * bytes a round trip before the rest) and move its own bytes so that the
+ * key is cut where it wants, so that a flush that passed on all it held
+ * would let out all but the last byte of a key, and the echo of a guess
+ * at that byte, replaced or not, the rest. The limit depends on the
+ * tail's length alone, which the break set decides, never on whether it
+ * begins a secret. Returns 0 or the error out returned.
+ */
 int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata);
 
-/* How many bytes are held back and not passed on yet (0: nothing to flush). */
+/* How many bytes are held back and not passed on yet. */
 size_t sl_scrub_held(const struct sl_scrub *s);
+
+/* How many of them sl_scrub_flush would pass on now (0: a flush does
+ * nothing). */
+size_t sl_scrub_flushable(const struct sl_scrub *s);
 
 /* The stream has ended: decide and emit the held-back bytes. Afterwards s
  * is empty and may carry a new stream. */

@@ -7,7 +7,8 @@
  * minus one byte held back. A second pass flushes after the pieces whose
  * size byte has its top bit set, with same-length markers: the output is
  * as long as the text, and each byte of it is the text's byte there or a
- * marker's.
+ * marker's, and what the flushes let out of a held tail is never more than
+ * SL_SCRUB_FLUSH_MAX bytes.
  *
  * Input: byte 0 picks the number of secrets (1..8); each secret is a length
  * byte (8 + b % 57) and that many bytes; then a count byte and that many
@@ -149,6 +150,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((b & 0x80) && sl_scrub_flush(&s, collect, &k) < 0)
 			abort();
 		if (sl_scrub_held(&s) > max_len - 1 || s.fill > max_len - 1)
+			abort();
+		/* Pauses let out no more of a tail than a short word. */
+		if (s.sent > s.flush_max || s.flush_max > SL_SCRUB_FLUSH_MAX)
 			abort();
 		at += step;
 		if (k.len + sl_scrub_held(&s) != at)

@@ -127,7 +127,7 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ---- the agent, in one `sluice run` ----
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
-attacks=(oracle range-multi range-two range-none trim ws-deflate ws-plain)
+attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -135,12 +135,12 @@ out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.ya
 rc=$?
 echo "# sluice run: exit $rc after $((SECONDS - t0)) s"
 sed -n 's/^\(.*\) took: \(.*\)$/# \1 took \2/p' <<<"$out"
-check "the agent ran to its end inside sluice run" "0 7" "$rc $(grep -c ' took: ' <<<"$out")"
+check "the agent ran to its end inside sluice run" "0 8" "$rc $(grep -c ' took: ' <<<"$out")"
 [ "$rc" = 0 ] || echo "# its output: $(show "$out" | head -c 3000)"
 
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
-check "every request to api.scrub.test reached the origin with the key (6 of them)" "6 0" \
+check "every request to api.scrub.test reached the origin with the key (12 of them)" "12 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -207,6 +207,24 @@ if [ "${r%% *}" = 200 ] && [[ $r == *"$MARK"* ]] && ! leaks "$r"; then
 else
 	notok "range-none (control): want 200 with '$MARK' and no key: $(show "$r")"
 fi
+
+# ---- 2b. a pause placed in the key ----
+# Six answers, each cut by a pause CUT bytes into the key (3 to 55 of its
+# 56): before the pause, the agent may see a short word's worth of it
+# (the tail after " key=", seven bytes at most, SL_SCRUB_FLUSH_MAX),
+# never more, and after it the rest replaced. The cut at 3 shows that a
+# short tail still goes out at a pause ("key=" and three bytes).
+r=$(res pause-cut)
+n_mark=$(grep -o -F -- "$MARK" <<<"$r" | wc -l)
+if [ "$(grep -o ' 200 early=' <<<"$r" | wc -l)" = 6 ] && [ "$n_mark" = 6 ] && ! leaks "$r"; then
+	ok "pause-cut: six answers cut by a pause inside the key, none let out more than 7 bytes of it" \
+		"(longest run $(key_run "$api_key" "$r")), each replaced"
+else
+	notok "pause-cut: want six 200s, each with '$MARK' and at most 7 key bytes in a row;" \
+		"$n_mark markers, $(key_run "$api_key" "$r") key bytes in a row: $(show "${r:0:600}")"
+fi
+e3=$(sed -n 's/^cut 3 200 early= *\([^ ]*\) all=.*/\1/p' <<<"${r%% | *}")
+check "pause-cut: a short tail (key= and 3 bytes) came before the pause" "key=${api_key:0:3}" "$e3"
 
 # ---- 3. a key with whitespace around it in its file ----
 r=$(res trim)

@@ -3,6 +3,7 @@
  * the stream is cut, and nothing else is touched. */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -452,13 +453,16 @@ static void test_no_prefix_oracle(void **state)
 }
 
 /* A stream that pauses after a word: held until sl_scrub_flush, which
- * passes it on; should the bytes after the pause complete the key that
- * began before it, the rest of the key does not come out. */
+ * passes a short one on; should the bytes after the pause complete the key
+ * that began before it, the rest of the key does not come out, and pauses
+ * let out SL_SCRUB_FLUSH_MAX bytes of it at most. */
 static void test_flush(void **state)
 {
-	struct sl_scrub_secret sec[] = {S("sk-SECRETSECRETSECRET")};
+	static const char key[] = "sk-SECRETSECRETSECRETSECRETSECRET";
+	struct sl_scrub_secret sec[] = {S(key)};
 	struct sl_scrub s;
 	struct sink k;
+	char want[128];
 
 	(void)state;
 	sink_init(&k);
@@ -466,21 +470,120 @@ static void test_flush(void **state)
 	assert_int_equal(sl_scrub_feed(&s, "pong", 4, collect, &k), 0);
 	assert_int_equal(k.len, 0);
 	assert_int_equal(sl_scrub_held(&s), 4);
+	assert_int_equal(sl_scrub_flushable(&s), 4);
 	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
 	assert_int_equal(sl_scrub_held(&s), 0);
 	assert_memory_equal(k.buf, "pong", 4);
 	/* A second flush has nothing to pass on. */
 	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
 	assert_int_equal(k.len, 4);
-	/* The key split by a pause: its first part is out, the rest not. */
-	assert_int_equal(sl_scrub_feed(&s, " key=sk-SECR", 12, collect, &k), 0);
+	/* The key cut by pauses: its first bytes are out, seven at most. */
+	assert_int_equal(sl_scrub_feed(&s, " sk-SE", 6, collect, &k), 0);
 	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
-	assert_int_equal(k.len, 16);
-	assert_int_equal(sl_scrub_feed(&s, "ETSECRETSECRET and on\n", 22, collect, &k), 0);
+	assert_int_equal(k.len, 10);
+	assert_int_equal(sl_scrub_feed(&s, "CR", 2, collect, &k), 0);
+	assert_int_equal(sl_scrub_flushable(&s), 2);
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(k.len, 12);
+	assert_int_equal(sl_scrub_feed(&s, "E", 1, collect, &k), 0);
+	assert_int_equal(sl_scrub_held(&s), 1);
+	assert_int_equal(sl_scrub_flushable(&s), 0);
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(k.len, 12);
+	assert_int_equal(sl_scrub_held(&s), 1);
+	assert_int_equal(sl_scrub_feed(&s, key + 8, strlen(key) - 8, collect, &k), 0);
+	assert_int_equal(sl_scrub_feed(&s, " and on\n", 8, collect, &k), 0);
 	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
-	assert_int_equal(k.len, 38);
-	assert_memory_equal(k.buf, "pong key=sk-SECR************** and on\n", 38);
-	assert_null(memmem(k.buf, k.len, "ETSECRET", 8));
+	snprintf(want, sizeof(want), "pong sk-SECR%s****** and on\n", SL_SCRUB_SAME_LENGTH_MARKER);
+	assert_int_equal(k.len, strlen(want));
+	assert_memory_equal(k.buf, want, k.len);
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
+/* Whether out holds n bytes of key in a row. */
+static bool holds_run(const struct sink *out, const char *key, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + n <= strlen(key); i++)
+		if (memmem(out->buf, out->len, key + i, n))
+			return true;
+	return false;
+}
+
+/* A pause wherever the agent puts it. It can stop reading (the gateway
+ * then stops reading the origin, and the scrubber's timer fires), or ask
+ * an origin far away for a page whose first window of bytes comes a round
+ * trip before the rest, and pad the page so that the key is cut where it
+ * wants. A flush that passed on all it held would give it the key but
+ * for its last byte, cut by cut, and an echo of each guess at that byte
+ * (the one replaced is right) the rest. Cut at every byte, by one pause
+ * or by a pause after every byte, with the key after a space or after a
+ * word: never more than SL_SCRUB_FLUSH_MAX bytes of it come out before it
+ * is complete, and none after. */
+static void test_pause_cut(void **state)
+{
+	static const char key[] = "sk-live-Q7rT2xZ9pL4mN8vB3cKw5Yh1Jd6Fs0Ge";
+	static const char *const before[] = {"{\"k\": \"", "text key="};
+	struct sl_scrub_secret sec[] = {S(key), S("ghp_abcdefghijklmnopqrstuvwxyz012345")};
+	size_t cut, b, i, len = strlen(key);
+
+	(void)state;
+	for (b = 0; b < 2; b++) {
+		for (cut = 1; cut < len; cut++) {
+			for (i = 0; i < 2; i++) {
+				struct sl_scrub s;
+				struct sink k;
+				size_t at;
+
+				sink_init(&k);
+				assert_int_equal(sl_scrub_init(&s, sec, 2, NULL), 0);
+				assert_int_equal(sl_scrub_feed(&s, before[b], strlen(before[b]), collect, &k), 0);
+				for (at = 0; at < cut; at++) {
+					/* One pause at the cut, or one after every byte. */
+					if (i == 1 || at + 1 == cut) {
+						assert_int_equal(sl_scrub_feed(&s, key + at, 1, collect, &k), 0);
+						assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+						assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+					} else {
+						assert_int_equal(sl_scrub_feed(&s, key + at, 1, collect, &k), 0);
+					}
+				}
+				assert_false(holds_run(&k, key, SL_SCRUB_FLUSH_MAX + 1));
+				assert_int_equal(sl_scrub_feed(&s, key + cut, len - cut, collect, &k), 0);
+				assert_int_equal(sl_scrub_feed(&s, "\"}\n", 3, collect, &k), 0);
+				assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+				assert_false(holds_run(&k, key, SL_SCRUB_FLUSH_MAX + 1));
+				assert_int_equal(k.len, strlen(before[b]) + len + 3);
+				sl_scrub_free(&s);
+				free(k.buf);
+			}
+		}
+	}
+}
+
+/* A short secret loses less to pauses: a quarter of it at most. */
+static void test_flush_short_secret(void **state)
+{
+	struct sl_scrub_secret sec[] = {S("Zq8x1234")};
+	struct sl_scrub s;
+	struct sink k;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, NULL), 0);
+	assert_int_equal(sl_scrub_feed(&s, "a Zq", 4, collect, &k), 0);
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(k.len, 4);
+	assert_int_equal(sl_scrub_feed(&s, "8", 1, collect, &k), 0);
+	assert_int_equal(sl_scrub_flushable(&s), 0);
+	assert_int_equal(sl_scrub_flush(&s, collect, &k), 0);
+	assert_int_equal(k.len, 4);
+	assert_int_equal(sl_scrub_feed(&s, "x1234 b", 7, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	assert_int_equal(k.len, 12);
+	assert_memory_equal(k.buf, "a Zq****** b", 12);
 	sl_scrub_free(&s);
 	free(k.buf);
 }
@@ -614,6 +717,8 @@ int main(void)
 	    cmocka_unit_test(test_no_needless_holding),
 	    cmocka_unit_test(test_no_prefix_oracle),
 	    cmocka_unit_test(test_flush),
+    cmocka_unit_test(test_pause_cut),
+    cmocka_unit_test(test_flush_short_secret),
 	    cmocka_unit_test(test_secret_with_space),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_sink_error),

@@ -175,6 +175,54 @@ def range_none():
     return code(st) + " " + esc(body)
 
 
+# ---- 2b. a pause where the agent wants it ----
+# A page that echoes the key, from an origin far away: its first window of
+# bytes comes a round trip before the rest (an agent that stops reading
+# makes the same pause: the gateway stops reading the origin). The agent
+# pads the page so that the window ends CUT bytes into the key, and keeps
+# what came before the pause. A scrubber that passed on all it held at a
+# pause would let out the first CUT bytes: the key, but for its last byte,
+# in one request per cut, and that byte by an echo of each guess.
+
+CUTS = (3, 6, 12, 24, 40, 55)
+WINDOW = 1200
+
+
+def pause_cut():
+    out = []
+    for cut in CUTS:
+        pad = WINDOW - len(" key=") - cut
+        s = tls(API)
+        s.sendall(b"GET /echo-far?pad=%d&w=%d HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (
+            pad, WINDOW, API.encode()))
+        head, body = read_head(s)
+        st = code(head.split(b"\r\n")[0].decode("latin-1"))
+        # Before the pause: what comes within 0.4 s (the origin waits 0.8).
+        deadline = time.monotonic() + 0.4
+        try:
+            while time.monotonic() < deadline:
+                s.settimeout(max(0.01, deadline - time.monotonic()))
+                d = s.recv(65536)
+                if not d:
+                    break
+                body += d
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+        early = body
+        s.settimeout(5)
+        try:
+            for _ in range(1000):
+                d = s.recv(65536)
+                if not d:
+                    break
+                body += d
+        except (OSError, ssl.SSLError):
+            pass
+        s.close()
+        out.append("cut %d %s early=%s all=%s" % (cut, st, esc(early[pad:]), esc(body[pad:])))
+    return " | ".join(out)
+
+
 # ---- 3. a key with whitespace around it ----
 
 def trim():
@@ -247,6 +295,7 @@ attacks = {
     "range-multi": range_multi,
     "range-two": range_two,
     "range-none": range_none,
+    "pause-cut": pause_cut,
     "trim": trim,
     "ws-deflate": lambda: ws(True),
     "ws-plain": lambda: ws(False),

@@ -17,6 +17,11 @@
 #                     response (its byterange filter honours Range on CGI and
 #                     PHP output too): one range -> 206 with Content-Range,
 #                     several -> multipart/byteranges.
+#   /echo-far?pad=N&w=W  prints N dots, then " key=" and the x-api-key header
+#                     it got, from a server a long round trip away: TCP's
+#                     slow start sends the first window of bytes (the first
+#                     W of the body) and the rest one round trip (0.8 s)
+#                     later.
 #   /echo-trim        prints the x-trim-key header's value as servers parse
 #                     it: optional whitespace around a field value is not
 #                     part of it (RFC 9110 5.5), so it is stripped.
@@ -28,6 +33,8 @@
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
 
+from rawhttp import Conn
+
 log_path, cert, keyf, addr = sys.argv[1:5]
 lock = threading.Lock()
 
@@ -35,52 +42,6 @@ lock = threading.Lock()
 def log(line):
     with lock, open(log_path, "a") as f:
         f.write(line + "\n")
-
-
-class Conn:
-    def __init__(self, sock):
-        self.s, self.buf = sock, b""
-
-    def fill(self):
-        d = self.s.recv(65536)
-        if not d:
-            raise EOFError
-        self.buf += d
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > 65536:
-                raise EOFError
-            self.fill()
-        l, _, self.buf = self.buf.partition(b"\r\n")
-        return l
-
-    def take(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
-
-    def request(self):
-        while True:
-            rl = self.line()
-            if rl:
-                break
-        method, target, _ = rl.decode("latin-1").split(" ", 2)
-        hdrs = []
-        while True:
-            l = self.line()
-            if not l:
-                break
-            n, _, v = l.decode("latin-1").partition(":")
-            # RFC 9110 5.5: leading and trailing SP / HTAB are not part of
-            # the value (every mainstream server strips them).
-            hdrs.append((n.strip(), v.strip(" \t")))
-        get = lambda name: next((v for n, v in hdrs if n.lower() == name), None)
-        body = b""
-        if get("content-length"):
-            body = self.take(int(get("content-length")))
-        return method, target, hdrs, get, body
 
 
 def resp(status, body=b"", headers=()):
@@ -150,6 +111,15 @@ def serve(sock):
                 continue
             if p == "/echo-range":
                 sock.sendall(ranged(get, ("key=%s\n" % key).encode()))
+                continue
+            if p == "/echo-far":
+                pad, w = int(q["pad"][0]), int(q["w"][0])
+                page = resp("200 OK", b"." * pad + (" key=%s\n" % key).encode(),
+                            [("Content-Type", "text/plain")])
+                cut = len(page) - (pad + len(key) + 6) + w
+                sock.sendall(page[:cut])
+                time.sleep(0.8)
+                sock.sendall(page[cut:])
                 continue
             if p == "/echo-trim":
                 sock.sendall(resp("200 OK", ("key=%s\n" % (get("x-trim-key") or "")).encode()))
