@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "dns-budget.h"
 #include "macro.h"
@@ -68,6 +69,7 @@ struct sl_gw_resolver {
 	/* By name, and oldest put first (`oldest`..`newest`): an entry put
 	 * in the DNS budget's window is never the one made room with. */
 	struct cache_entry *bucket[CACHE_BUCKETS];
+	uint32_t hash_seed; /* random: names made to share a bucket are guesses */
 	struct cache_entry *oldest, *newest;
 	size_t n_cache;
 	size_t n_inflight;
@@ -163,6 +165,9 @@ int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolv
 	if (!r)
 		return -ENOMEM;
 	r->loop = loop;
+	/* Without the kernel's random bytes (never seen), the clock's. */
+	if (getrandom(&r->hash_seed, sizeof(r->hash_seed), GRND_NONBLOCK) != sizeof(r->hash_seed))
+		r->hash_seed = (uint32_t)uv_hrtime();
 	opts.sock_state_cb = sock_state_cb;
 	opts.sock_state_cb_data = r;
 	/* "b": DNS only. /etc/hosts on the gateway's host is not the
@@ -201,11 +206,12 @@ int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolv
 	return 0;
 }
 
-/* FNV-1a: no defence against collisions is needed, the name is compared
- * in full after it. */
-static uint32_t name_hash(const char *name)
+/* FNV-1a from a random start: the name is compared in full after it, and
+ * an agent that makes up names under a wildcard cannot aim them all at one
+ * bucket and have each lookup walk thousands of entries. */
+static uint32_t name_hash(const struct sl_gw_resolver *r, const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = 2166136261u ^ r->hash_seed;
 
 	for (; *name; name++)
 		h = (h ^ (unsigned char)*name) * 16777619u;
@@ -224,7 +230,7 @@ static struct cache_entry *cache_find(struct sl_gw_resolver *r, const char *name
 
 static struct cache_entry *cache_get(struct sl_gw_resolver *r, const char *name)
 {
-	struct cache_entry *e = cache_find(r, name, name_hash(name));
+	struct cache_entry *e = cache_find(r, name, name_hash(r, name));
 
 	return e && e->expires_ms > uv_now(r->loop) ? e : NULL;
 }
@@ -282,17 +288,19 @@ static struct cache_entry *cache_victim(struct sl_gw_resolver *r)
 	return NULL;
 }
 
-/* Whether a lookup may go upstream: its answer will find room. */
-static bool cache_room(struct sl_gw_resolver *r)
+/* Whether a lookup of name may go upstream: its answer will find room
+ * (its own expired entry, kept for it, is room). */
+static bool cache_room(struct sl_gw_resolver *r, const char *name)
 {
-	return r->n_cache + r->n_inflight < CACHE_HARD || cache_victim(r);
+	return r->n_cache + r->n_inflight < CACHE_HARD || cache_victim(r) ||
+	       cache_find(r, name, name_hash(r, name));
 }
 
 static void cache_put(struct sl_gw_resolver *r, const char *name, int status,
 		      const struct sl_gw_addrs *a)
 {
 	unsigned ttl = a->ttl < TTL_MIN ? TTL_MIN : a->ttl > TTL_MAX ? TTL_MAX : a->ttl;
-	uint32_t h = name_hash(name);
+	uint32_t h = name_hash(r, name);
 	struct cache_entry *e = cache_find(r, name, h);
 	bool fresh = !e;
 
@@ -456,7 +464,7 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
 		 * (addrinfo_cb delivers it, never from inside this call). */
 		q->next = lead->followers;
 		lead->followers = q;
-	} else if (!cache_room(r)) {
+	} else if (!cache_room(r, name)) {
 		/* Its answer could not be kept without dropping one the
 		 * budget's window still counts (cache_victim): not asked. */
 		q->status = -ENOBUFS;
