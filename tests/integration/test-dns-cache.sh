@@ -26,23 +26,8 @@ S=$WORLD_HOST_ADDR
 DNSQ="$here/lib/dnsq.py"
 token=h$RANDOM$RANDOM
 
-cat >"$T/dnsmasq.conf" <<CONF
-no-resolv
-no-hosts
-listen-address=$N
-bind-interfaces
-local-ttl=300
-address=/w1.test/$N
-address=/w2.test/$N
-address=/w3.test/$N
-address=/w4.test/$N
-address=/w5.test/$N
-address=/one.test/$N
-log-queries
-log-facility=$T/dns.log
-CONF
-world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
-for _ in $(seq 50); do [ -s "$T/dns.log" ] && break; sleep 0.1; done
+world_dnsmasq "local-ttl=300" w1.test="$N" w2.test="$N" w3.test="$N" w4.test="$N" w5.test="$N" \
+	one.test="$N" || { echo "not ok - dnsmasq"; exit 1; }
 
 # dnsmasq logs in the order it gets queries: once a sentinel is in the log,
 # everything the gateway sent before it is too.

@@ -35,22 +35,10 @@ S=$WORLD_HOST_ADDR # the gateway's DNS server and proxy
 # priority 1, target ".", key 5 (ech), 4 bytes. A resolver that forwarded
 # the question would hand the sandbox an ECH configuration.
 https_rr=0001000005000400ec4c0de0
-cat >"$T/dnsmasq.conf" <<CONF
-no-resolv
-no-hosts
-listen-address=$N
-bind-interfaces
-local-ttl=300
-address=/wild.test/$N
-address=/exact.test/$N
-address=/cdn-a.test/$N
-address=/cdn-b.test/$N
+world_dnsmasq "local-ttl=300
 dns-rr=cdn-b.test,65,$https_rr
-dns-rr=cdn-b.test,64,$https_rr
-log-queries
-log-facility=$T/dns.log
-CONF
-world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+dns-rr=cdn-b.test,64,$https_rr" wild.test="$N" exact.test="$N" cdn-a.test="$N" cdn-b.test="$N" ||
+	{ echo "not ok - dnsmasq"; exit 1; }
 
 # The host's resolv.conf as the gateway sees it (in a mount namespace of
 # its own, never the machine's file): a search domain, and ndots high

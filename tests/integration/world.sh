@@ -32,6 +32,11 @@
 #                       waited for it): its number may be another's by then
 #   world_canary_count  packets that reached the canary (or came from a
 #                       sandbox address) so far; a bypass test wants 0
+#   world_dnsmasq EXTRA NAME=ADDR...
+#                       start dnsmasq (queries logged to $WORLD_TMP/dns.log)
+#                       answering each NAME (and its subdomains) with ADDR,
+#                       EXTRA (lines of dnsmasq.conf, may be "") added, on
+#                       $WORLD_NET_ADDR; wait (bounded, 5 s) until it logs
 #   world_services NAME=ADDR...
 #                       start dnsmasq (the upstream resolver, queries logged
 #                       to $WORLD_TMP/dns.log) answering each NAME (and its
@@ -207,9 +212,9 @@ world_down() {
 	return 0
 }
 
-world_services() {
-	local here_ T=$WORLD_TMP n san=""
-	here_=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+world_dnsmasq() {
+	local T=$WORLD_TMP extra=$1 n i
+	shift
 	{
 		echo no-resolv
 		echo no-hosts
@@ -218,8 +223,18 @@ world_services() {
 		echo log-queries
 		echo "log-facility=$T/dns.log"
 		for n in "$@"; do echo "address=/${n%%=*}/${n#*=}"; done
+		[ -n "$extra" ] && printf '%s\n' "$extra"
 	} >"$T/dnsmasq.conf"
 	world_bg "$WORLD_NET" dnsmasq --keep-in-foreground --conf-file="$T/dnsmasq.conf" --pid-file=
+	for ((i = 0; i < 50; i++)); do [ -s "$T/dns.log" ] && return 0; sleep 0.1; done
+	echo "world: dnsmasq did not start" >&2
+	return 1
+}
+
+world_services() {
+	local here_ T=$WORLD_TMP n san=""
+	here_=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	world_dnsmasq "" "$@" || return 1
 	for n in "$@"; do san="${san:+$san,}DNS:${n%%=*}"; done
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 		-subj "/CN=${1%%=*}" -addext "subjectAltName=$san" \
