@@ -83,8 +83,9 @@ static void held_arm(struct sl_gw_tls *t)
 }
 
 /* After a read: due SCRUB_PAUSE_MS from now if the scrubber holds a tail
- * short enough to pass on (sl_scrub_flushable), at the list's end (every entry is due a fixed time after its last
- * read, so the list stays in order). */
+ * short enough to pass on (sl_scrub_flushable), at the list's end (every
+ * entry is due a fixed time after its last read, so the list stays in
+ * order). */
 void insp_held_update(struct insp *in)
 {
 	struct sl_gw_tls *t = in->c->gw->tls;

@@ -25,8 +25,9 @@
  * guess begins the key, one byte at a time. A stream that pauses after a
  * break byte (a server-sent event's blank line, a JSON message's brace)
  * is passed on whole, at once; one that pauses after a word waits for its
- * next bytes, or (a short word) for sl_scrub_flush. When a secret itself holds a break
- * byte, the last (longest - 1) bytes are always held. Memory is fixed
+ * next bytes, or (a short word) for sl_scrub_flush. When a secret itself
+ * holds a break byte, the last (longest - 1) bytes are always held.
+ * Memory is fixed
  * at init (one mapping, kept out of core dumps, wiped on free); feeding
  * allocates nothing. Each feed is searched where it lies (memmem per
  * secret), only the held-back tail position by position: O(n * m) in the
@@ -95,8 +96,9 @@ struct sl_scrub {
 /*
  * Initialise s with n (1..SL_SCRUB_MAX_SECRETS) secrets, each
  * SL_SCRUB_MIN_LEN..SL_SCRUB_MAX_LEN bytes, and a marker of at most
- * SL_SCRUB_MAX_MARKER - 1 bytes (NULL: same-length markers, see above). The secrets are copied. Returns 0, -EINVAL
- * for arguments out of range, or -ENOMEM. On failure s is left so that
+ * SL_SCRUB_MAX_MARKER - 1 bytes (NULL: same-length markers, see above).
+ * The secrets are copied. Returns 0, -EINVAL for arguments out of range,
+ * or -ENOMEM. On failure s is left so that
  * sl_scrub_free is harmless.
  */
 int sl_scrub_init(struct sl_scrub *s, const struct sl_scrub_secret *secrets, size_t n,
