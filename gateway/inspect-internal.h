@@ -33,6 +33,7 @@
 #include "http.h"
 #include "scrub.h"
 #include "secret.h"
+#include "ws-frame.h"
 
 #define TLS_CHUNK 16384
 /* Plaintext to the client is gathered into records of this size (TLS's
@@ -214,6 +215,9 @@ struct insp {
 	bool up_paused;
 	struct sl_scrub scrub;
 	bool scrub_on;
+	/* A scrubbed websocket's frames from the origin: each payload is
+	 * scrubbed as a stream of its own (inspect-response.c ws_payload). */
+	struct sl_ws_frames ws;
 	/* In the tls's held list: the scrubber holds bytes, due at held_due. */
 	bool held_listed;
 	uint64_t held_due;

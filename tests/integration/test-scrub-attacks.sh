@@ -127,7 +127,7 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ---- the agent, in one `sluice run` ----
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
-attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain)
+attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -135,12 +135,12 @@ out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.ya
 rc=$?
 echo "# sluice run: exit $rc after $((SECONDS - t0)) s"
 sed -n 's/^\(.*\) took: \(.*\)$/# \1 took \2/p' <<<"$out"
-check "the agent ran to its end inside sluice run" "0 8" "$rc $(grep -c ' took: ' <<<"$out")"
+check "the agent ran to its end inside sluice run" "0 11" "$rc $(grep -c ' took: ' <<<"$out")"
 [ "$rc" = 0 ] || echo "# its output: $(show "$out" | head -c 3000)"
 
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
-check "every request to api.scrub.test reached the origin with the key (12 of them)" "12 0" \
+check "every request to api.scrub.test reached the origin with the key (15 of them)" "15 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -260,6 +260,36 @@ else
 	notok "ws-plain: the greeting came only as the websocket closed: $(show "${r:0:40}")"
 fi
 
+# A greeting that ends in a long word, on a websocket that stays open
+# with nothing more to say (a question answered, the next one not asked):
+# more than a short word, which is all a pause passes on, so only the
+# frame's end can let it out. It must come whole, while the socket is open.
+r=$(res ws-long)
+if [[ $r == "101 plain open "* ]] && [[ $r == *"$MARK"*"; acknowledged" ]] && ! leaks "$r"; then
+	ok "ws-long: the greeting, which ends in a long word, came whole while the websocket was open"
+else
+	notok "ws-long: want '101 plain open ... $MARK...; acknowledged' and no key: $(show "${r:0:200}")"
+fi
+# The same in a frame with a 16-bit length, whose header comes in two
+# reads: the frame the agent parses ends where its header says, in the
+# greeting's last word.
+r=$(res ws-big)
+if [[ $r == "101 plain open "* ]] && [[ $r == *"$MARK"*"zzz acknowledged" ]] && ! leaks "$r"; then
+	ok "ws-big: a 300-byte greeting, its header in two reads, came whole and scrubbed while open"
+else
+	notok "ws-big: want '101 plain open ... $MARK... zzz acknowledged' and no key: $(show "${r:0:120}")"
+fi
+# A masked frame from the origin: the agent unmasks it (the mask is in
+# the frame), the scrubber could not have read it. The websocket ends
+# instead (RFC 6455 5.1: a client closes on a masked frame); the 101 that
+# came in the same read may or may not have been sent on before.
+r=$(res ws-masked)
+if { [[ $r == "101 no frame" ]] || [[ $r == "error EOFError"* ]]; } && ! leaks "$r"; then
+	ok "ws-masked: a masked frame from the origin ends the websocket; nothing of it came ($r)"
+else
+	notok "ws-masked: want the websocket ended before any frame, no key: $(show "${r:0:200}")"
+fi
+
 # ---- what sluice wrote ----
 audit=$(cat "$T/audit.log" 2>/dev/null)
 if [ -z "$audit" ] || leaks "$audit"; then
@@ -267,5 +297,7 @@ if [ -z "$audit" ] || leaks "$audit"; then
 else
 	ok "the audit log is there and holds no run of 8 key bytes"
 fi
+check "the masked frame's websocket is recorded as a bad response" "1" \
+	"$(audit_count '"path":"/ws?mask=1"' '"reason":"bad-response"')"
 
 finish

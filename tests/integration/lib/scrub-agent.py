@@ -232,10 +232,10 @@ def trim():
 
 # ---- 4. websocket permessage-deflate, offered by the agent ----
 
-def ws(deflate):
+def ws(deflate, query=b""):
     s = tls(API)
     key = base64.b64encode(os.urandom(16))
-    s.sendall(b"GET /ws HTTP/1.1\r\nHost: " + API.encode() + b"\r\nUpgrade: websocket\r\n"
+    s.sendall(b"GET /ws" + query + b" HTTP/1.1\r\nHost: " + API.encode() + b"\r\nUpgrade: websocket\r\n"
               b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key + b"\r\n" +
               (b"Sec-WebSocket-Extensions: permessage-deflate\r\n" if deflate else b"") + b"\r\n")
     head, rest = read_head(s)
@@ -245,10 +245,10 @@ def ws(deflate):
         """The whole first frame's length, or None while its header is short."""
         if len(b) < 2:
             return None
-        n = b[1] & 0x7f
+        n, m = b[1] & 0x7f, 4 if b[1] & 0x80 else 0
         if n < 126:
-            return 2 + n
-        return 4 + int.from_bytes(b[2:4], "big") if len(b) >= 4 else None
+            return 2 + m + n
+        return 4 + m + int.from_bytes(b[2:4], "big") if len(b) >= 4 else None
 
     s.settimeout(3)
     try:
@@ -280,6 +280,10 @@ def ws(deflate):
     n, off = rest[1] & 0x7f, 2
     if n == 126:
         n, off = int.from_bytes(rest[2:4], "big"), 4
+    if rest[1] & 0x80:  # masked: the agent unmasks it, as any client could
+        mask, off = rest[off:off + 4], off + 4
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(rest[off:off + n]))
+        return st + " masked " + state + " " + esc(payload)
     payload = rest[off:off + n]
     if rest[0] & 0x40:
         try:
@@ -299,6 +303,9 @@ attacks = {
     "trim": trim,
     "ws-deflate": lambda: ws(True),
     "ws-plain": lambda: ws(False),
+    "ws-long": lambda: ws(False, b"?end=long"),
+    "ws-masked": lambda: ws(False, b"?mask=1"),
+    "ws-big": lambda: ws(False, b"?end=long&big=1"),
 }
 
 for name in sys.argv[1:]:

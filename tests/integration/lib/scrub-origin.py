@@ -29,7 +29,15 @@
 #                     (a debug/echo endpoint); with permessage-deflate
 #                     offered it accepts it (as Python websockets, ws for
 #                     Node and most servers do by default) and sends the
-#                     greeting compressed (RSV1).
+#                     greeting compressed (RSV1). ?end=long ends the
+#                     greeting in a long word ("acknowledged") and keeps
+#                     the socket open without another message, as a
+#                     protocol of questions and answers does; ?mask=1
+#                     sends it in a masked frame, as a client library
+#                     pressed into service as a server does (RFC 6455
+#                     forbids it); ?big=1 pads it to a frame with a 16-bit
+#                     length, its header's first byte sent 0.1 s before
+#                     the rest.
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
 
@@ -79,13 +87,17 @@ def ranged(get, body, ctype="text/plain"):
     return resp("206 Partial Content", out, [("Content-Type", "multipart/byteranges; boundary=" + bnd)])
 
 
-def ws_frame(payload, rsv1=False):
+def ws_frame(payload, rsv1=False, mask=None):
     b0 = 0x80 | (0x40 if rsv1 else 0) | 0x1
+    m = 0x80 if mask else 0
     n = len(payload)
     if n < 126:
-        h = bytes([b0, n])
+        h = bytes([b0, m | n])
     else:
-        h = bytes([b0, 126]) + n.to_bytes(2, "big")
+        h = bytes([b0, m | 126]) + n.to_bytes(2, "big")
+    if mask:
+        h += mask
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     return h + payload
 
 
@@ -132,14 +144,21 @@ def serve(sock):
                         b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + acc + b"\r\n")
                 if deflate:
                     head += b"Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover\r\n"
-                msg = ("hello; x-api-key=%s; over" % key).encode()
+                end = "acknowledged" if q.get("end") == ["long"] else "over"
+                pad = "z" * 250 + " " if q.get("big") == ["1"] else ""
+                msg = ("hello; x-api-key=%s; %s%s" % (key, pad, end)).encode()
                 if deflate:
                     co = zlib.compressobj(9, zlib.DEFLATED, -15)
                     data = co.compress(msg) + co.flush(zlib.Z_SYNC_FLUSH)
                     frame = ws_frame(data[:-4], rsv1=True)  # RFC 7692: drop 00 00 ff ff
                 else:
-                    frame = ws_frame(msg)
-                sock.sendall(head + b"\r\n" + frame)
+                    frame = ws_frame(msg, mask=os.urandom(4) if q.get("mask") == ["1"] else None)
+                if pad:
+                    sock.sendall(head + b"\r\n" + frame[:1])
+                    time.sleep(0.1)
+                    frame = frame[1:]
+                    head = b""
+                sock.sendall(head + (b"\r\n" if head else b"") + frame)
                 time.sleep(2)
                 break
             sock.sendall(resp("200 OK", ("origin %s %s\n" % (method, target)).encode()))
