@@ -206,15 +206,22 @@ int sl_gw_resolver_new(uv_loop_t *loop, const char *servers, struct sl_gw_resolv
 	return 0;
 }
 
-/* FNV-1a from a random start: the name is compared in full after it, and
- * an agent that makes up names under a wildcard cannot aim them all at one
- * bucket and have each lookup walk thousands of entries. */
+/* FNV-1a from a random start, then mixed (MurmurHash3's finalizer): the
+ * name is compared in full after it, and an agent that makes up names
+ * under a wildcard cannot aim them all at one bucket and have each lookup
+ * walk thousands of entries. Unmixed, the bucket (the low bits) would
+ * depend on the seed's low bits alone: 4,096 layouts to guess from. */
 static uint32_t name_hash(const struct sl_gw_resolver *r, const char *name)
 {
 	uint32_t h = 2166136261u ^ r->hash_seed;
 
 	for (; *name; name++)
 		h = (h ^ (unsigned char)*name) * 16777619u;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
 	return h;
 }
 
