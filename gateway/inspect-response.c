@@ -42,29 +42,156 @@ static int sink_body(void *userdata, const void *p, size_t n)
 }
 
 /*
- * A scrubbed websocket, from the origin: each frame's header passed on as
- * it is, its payload through the scrubber as a stream that ends with the
- * frame (sl_scrub_finish). A message that ends in a word is then passed on
- * when its frame is whole, not when the next comes: a tail the scrubber
- * held back at a pause (sl_scrub_flush passes on a short word only) would
- * otherwise wait for the next message, which a protocol of questions and
- * answers never sends. A key cut across two frames was never caught (the
- * second frame's header is in the middle of it: docs/credentials.md), so
- * nothing is lost by scrubbing frames apart. A frame the origin masked is
- * refused (ws-frame.h): the agent would unmask it, the scrubber could not
- * read it.
+ * A scrubbed websocket, from the origin, framed again. Each data message
+ * is one stream for the scrubber, across its fragments, finished with its
+ * final one: a key the origin cut across two fragments (a server that
+ * fragments long messages at a fixed size, the agent padding its own bytes
+ * to put the cut in the key) is still one key, and a message that ends in
+ * a word comes as soon as it is whole, not with the next (a pause passes
+ * on a short word only, sl_scrub_flush). What the scrubber lets out goes
+ * to ws_out and leaves as frames of ours: the first with the message's
+ * opcode, the rest continuations, the last final (RFC 6455 5.4 lets an
+ * intermediary fragment a message anew). A control frame between two
+ * fragments (5.5: 125 bytes at most, never fragmented) is gathered whole,
+ * scrubbed apart (sl_scrub_whole) and sent on between them. The origin's
+ * frames that the agent could read past the scrubber are refused
+ * (ws-frame.h: masked, compressed), and end the websocket.
  */
-static int ws_head(void *userdata, const uint8_t *head, size_t len)
+static int ws_put_head(struct insp *in, int fin, uint8_t op, size_t len)
 {
-	return insp_client_write(userdata, head, len);
+	uint8_t h[10];
+	size_t n = 2, i;
+
+	h[0] = (uint8_t)((fin ? 0x80 : 0) | op);
+	if (len < 126) {
+		h[1] = (uint8_t)len;
+	} else if (len <= 0xffff) {
+		h[1] = 126;
+		h[2] = (uint8_t)(len >> 8);
+		h[3] = (uint8_t)len;
+		n = 4;
+	} else {
+		h[1] = 127;
+		for (i = 0; i < 8; i++)
+			h[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+		n = 10;
+	}
+	return insp_client_write(in, h, n);
+}
+
+/* What the scrubber let out of the message so far, as a frame; the final
+ * one even when empty. */
+static int ws_send(struct insp *in, int fin)
+{
+	int r;
+
+	if (!fin && in->ws_out_len == 0)
+		return 0;
+	r = ws_put_head(in, fin, in->ws_started ? SL_WS_OP_CONT : in->ws_op, in->ws_out_len);
+	if (r == 0)
+		r = insp_client_write(in, in->ws_out, in->ws_out_len);
+	explicit_bzero(in->ws_out, in->ws_out_len);
+	in->ws_out_len = 0;
+	in->ws_started = !fin;
+	return r;
+}
+
+static int ws_collect(void *userdata, const void *p, size_t n)
+{
+	struct insp *in = userdata;
+	const char *b = p;
+
+	while (n > 0) {
+		size_t k = WS_OUT_CAP - in->ws_out_len;
+		int r;
+
+		if (k == 0) {
+			if ((r = ws_send(in, 0)) < 0)
+				return r;
+			continue;
+		}
+		if (k > n)
+			k = n;
+		memcpy(in->ws_out + in->ws_out_len, b, k);
+		in->ws_out_len += k;
+		b += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int ws_head(void *userdata, const struct sl_ws_head *h)
+{
+	struct insp *in = userdata;
+
+	in->ws_frame = *h;
+	in->ws_ctl_len = 0;
+	if (h->opcode & 0x08)
+		return 0;
+	if (!in->ws_out && !(in->ws_out = malloc(WS_OUT_CAP)))
+		return -ENOMEM;
+	if (h->opcode != SL_WS_OP_CONT) {
+		in->ws_op = h->opcode;
+		in->ws_started = false;
+	}
+	return 0;
+}
+
+static int ws_ctl_collect(void *userdata, const void *p, size_t n)
+{
+	struct insp *in = userdata;
+
+	memcpy(in->ws_ctl + in->ws_ctl_len, p, n); /* same length, <= 125 */
+	in->ws_ctl_len += n;
+	return 0;
 }
 
 static int ws_payload(void *userdata, const void *p, size_t len, int end)
 {
 	struct insp *in = userdata;
-	int r = len ? sl_scrub_feed(&in->scrub, p, len, sink_raw, in) : 0;
+	uint8_t raw[SL_WS_CONTROL_MAX];
+	size_t n;
+	int r;
 
-	return r == 0 && end ? sl_scrub_finish(&in->scrub, sink_raw, in) : r;
+	if (in->ws_frame.opcode & 0x08) {
+		memcpy(in->ws_ctl + in->ws_ctl_len, p, len); /* ws-frame.c: <= 125 */
+		in->ws_ctl_len += len;
+		if (!end)
+			return 0;
+		n = in->ws_ctl_len;
+		memcpy(raw, in->ws_ctl, n);
+		in->ws_ctl_len = 0;
+		r = sl_scrub_whole(&in->scrub, raw, n, ws_ctl_collect, in);
+		explicit_bzero(raw, sizeof(raw));
+		if (r == 0 && in->ws_ctl_len != n)
+			r = -EIO; /* cannot be: markers keep the length */
+		if (r == 0)
+			r = ws_put_head(in, 1, in->ws_frame.opcode, n);
+		if (r == 0)
+			r = insp_client_write(in, in->ws_ctl, n);
+		explicit_bzero(in->ws_ctl, sizeof(in->ws_ctl));
+		in->ws_ctl_len = 0;
+		return r;
+	}
+	r = len ? sl_scrub_feed(&in->scrub, p, len, ws_collect, in) : 0;
+	if (r == 0 && end && in->ws_frame.fin) {
+		r = sl_scrub_finish(&in->scrub, ws_collect, in);
+		return r < 0 ? r : ws_send(in, 1);
+	}
+	return r < 0 ? r : ws_send(in, 0);
+}
+
+/* The pause timer's flush, and the end of the stream: what the scrubber
+ * holds of a message, sent on as a fragment of it. */
+static int ws_flush(struct insp *in, bool finish)
+{
+	int r;
+
+	if (!in->ws_out)
+		return 0;
+	r = finish ? sl_scrub_finish(&in->scrub, ws_collect, in)
+		   : sl_scrub_flush(&in->scrub, ws_collect, in);
+	return r < 0 ? r : ws_send(in, 0);
 }
 
 static int on_body_data(void *userdata, const char *p, size_t n)
@@ -149,7 +276,7 @@ static void held_timer_fired(uv_timer_t *tm)
 		insp_held_unlist(in);
 		if (insp_closing(in))
 			continue;
-		r = sl_scrub_flush(&in->scrub, in->st == I_WS ? sink_raw : sink_body, in);
+		r = in->st == I_WS ? ws_flush(in, false) : sl_scrub_flush(&in->scrub, sink_body, in);
 		if (r == 0)
 			r = insp_client_flush(in, false);
 		if (r < 0)
@@ -410,10 +537,9 @@ static void upstream_eof(struct insp *in)
 
 	if (in->st == I_WS || (in->resp_head_done && !in->resp.self_delimited)) {
 		/* The end of a response framed by the close. */
-		int r = in->scrub_on ? sl_scrub_finish(&in->scrub, in->st == I_WS ? sink_raw
-										: sink_body,
-						       in)
-				     : 0;
+		int r = !in->scrub_on	 ? 0
+			: in->st == I_WS ? ws_flush(in, true)
+					 : sl_scrub_finish(&in->scrub, sink_body, in);
 
 		in->st = I_CLOSING;
 		if (in->up) {

@@ -567,6 +567,10 @@ void conn_inspect_free(struct conn *c)
 	free(in->obuf);
 	free(in->cbuf);
 	free(in->rbuf);
+	if (in->ws_out) {
+		explicit_bzero(in->ws_out, WS_OUT_CAP);
+		free(in->ws_out);
+	}
 	if (in->uhead) {
 		explicit_bzero(in->uhead, in->uhead_len);
 		free(in->uhead);

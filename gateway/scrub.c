@@ -366,6 +366,8 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
 
 		memcpy(s->buf + s->fill, src, k);
 		s->fill += k;
+		if (s->fill > s->dirty)
+			s->dirty = s->fill;
 		v = (struct view){s->buf, s->fill, s->sent};
 		r = drain(s, &v, false, out, userdata, &p);
 		if (r < 0)
@@ -391,6 +393,8 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
 		return r;
 	memcpy(s->buf, src + p, len - p);
 	s->fill = len - p;
+	if (s->fill > s->dirty)
+		s->dirty = s->fill;
 	return 0;
 }
 
@@ -415,6 +419,18 @@ int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 	return 0;
 }
 
+int sl_scrub_whole(struct sl_scrub *s, const void *p, size_t len, sl_scrub_out_fn *out,
+		   void *userdata)
+{
+	struct view v = {p, len, 0};
+	size_t end;
+	int r;
+
+	if ((r = unusable(s)) < 0)
+		return r;
+	return len ? drain(s, &v, true, out, userdata, &end) : 0;
+}
+
 size_t sl_scrub_held(const struct sl_scrub *s)
 {
 	return s->fill - s->sent;
@@ -434,7 +450,10 @@ int sl_scrub_finish(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata)
 	r = drain_held(s, true, out, userdata);
 	if (r < 0)
 		return r;
-	explicit_bzero(s->buf, s->cap);
+	/* What the stream left in the buffer, not all of it: a websocket
+	 * finishes a stream per message, of a few bytes each at will. */
+	explicit_bzero(s->buf, s->dirty);
+	s->dirty = 0;
 	s->sent = 0;
 	return 0;
 }
@@ -444,6 +463,7 @@ void sl_scrub_reset(struct sl_scrub *s)
 	if (s->map)
 		explicit_bzero(s->buf, s->cap);
 	s->fill = 0;
+	s->dirty = 0;
 	s->sent = 0;
 	s->error = 0;
 }

@@ -84,6 +84,7 @@ struct sl_scrub {
 	size_t n_first;
 	unsigned char *buf;
 	size_t cap, fill;
+	size_t dirty; /* of buf, the bytes the stream may have written */
 	size_t sent; /* of the fill, passed on already by sl_scrub_flush */
 	bool strict; /* a secret holds a break byte: always hold max_len - 1 */
 	size_t flush_max; /* the longest tail a flush passes on */
@@ -128,6 +129,13 @@ int sl_scrub_feed(struct sl_scrub *s, const void *in, size_t len, sl_scrub_out_f
  * begins a secret. Returns 0 or the error out returned.
  */
 int sl_scrub_flush(struct sl_scrub *s, sl_scrub_out_fn *out, void *userdata);
+
+/* Scrub p[0..len) as a whole stream of its own (a websocket's control
+ * frame, between two fragments of a message), calling out with it,
+ * replaced where a secret occurs; the stream being fed is not touched.
+ * Returns 0 or the error out returned. */
+int sl_scrub_whole(struct sl_scrub *s, const void *p, size_t len, sl_scrub_out_fn *out,
+		   void *userdata);
 
 /* How many bytes are held back and not passed on yet. */
 size_t sl_scrub_held(const struct sl_scrub *s);

@@ -127,7 +127,7 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ---- the agent, in one `sluice run` ----
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
-attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big)
+attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -135,12 +135,12 @@ out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.ya
 rc=$?
 echo "# sluice run: exit $rc after $((SECONDS - t0)) s"
 sed -n 's/^\(.*\) took: \(.*\)$/# \1 took \2/p' <<<"$out"
-check "the agent ran to its end inside sluice run" "0 11" "$rc $(grep -c ' took: ' <<<"$out")"
+check "the agent ran to its end inside sluice run" "0 13" "$rc $(grep -c ' took: ' <<<"$out")"
 [ "$rc" = 0 ] || echo "# its output: $(show "$out" | head -c 3000)"
 
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
-check "every request to api.scrub.test reached the origin with the key (15 of them)" "15 0" \
+check "every request to api.scrub.test reached the origin with the key (17 of them)" "17 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -278,6 +278,23 @@ if [[ $r == "101 plain open "* ]] && [[ $r == *"$MARK"*"zzz acknowledged" ]] && 
 	ok "ws-big: a 300-byte greeting, its header in two reads, came whole and scrubbed while open"
 else
 	notok "ws-big: want '101 plain open ... $MARK... zzz acknowledged' and no key: $(show "${r:0:120}")"
+fi
+# A message the origin fragments, cut ten bytes into the key, a ping
+# between the fragments: the agent joins the fragments (as any client
+# does), so the key must be replaced across the cut; the ping comes too.
+r=$(res ws-frag)
+if [[ $r == "101 msg="*"$MARK"*"; acknowledged ctl=9:keepalive open" ]] && ! leaks "$r"; then
+	ok "ws-frag: a key cut across two fragments is replaced; the ping between them came; open"
+else
+	notok "ws-frag: want '101 msg=...$MARK...; acknowledged ctl=9:keepalive open' and no key:" \
+		"$(show "${r:0:200}")"
+fi
+# A close frame whose reason quotes the key.
+r=$(res ws-close)
+if [[ $r == "101 msg="*"$MARK"*"; over ctl=8:"*"invalid x-api-key $MARK"*" closed" ]] && ! leaks "$r"; then
+	ok "ws-close: a close frame's reason that quotes the key is scrubbed"
+else
+	notok "ws-close: want the close's reason with '$MARK' and no key: $(show "${r:0:240}")"
 fi
 # A masked frame from the origin: the agent unmasks it (the mask is in
 # the frame), the scrubber could not have read it. The websocket ends

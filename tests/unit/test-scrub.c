@@ -563,6 +563,37 @@ static void test_pause_cut(void **state)
 	}
 }
 
+/* A whole buffer scrubbed apart (a websocket's control frame between two
+ * fragments of a message): replaced as a stream of its own, and the
+ * stream being fed goes on as if it had not happened. */
+static void test_whole(void **state)
+{
+	static const char key[] = "sk-live-Q7rT2xZ9pL4mN8vB3cKw5Yh1Jd6Fs0Ge";
+	struct sl_scrub_secret sec[] = {S(key)};
+	struct sl_scrub s;
+	struct sink k, w;
+	char ctl[128], want[256];
+
+	(void)state;
+	sink_init(&k);
+	sink_init(&w);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, NULL), 0);
+	assert_int_equal(sl_scrub_feed(&s, "msg sk-live-Q7rT", 16, collect, &k), 0);
+	snprintf(ctl, sizeof(ctl), "bad key %s", key);
+	assert_int_equal(sl_scrub_whole(&s, ctl, strlen(ctl), collect, &w), 0);
+	assert_int_equal(w.len, strlen(ctl));
+	snprintf(want, sizeof(want), "bad key %s********************", SL_SCRUB_SAME_LENGTH_MARKER);
+	assert_memory_equal(w.buf, want, w.len);
+	assert_int_equal(sl_scrub_feed(&s, key + 12, strlen(key) - 12, collect, &k), 0);
+	assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+	snprintf(want, sizeof(want), "msg %s********************", SL_SCRUB_SAME_LENGTH_MARKER);
+	assert_int_equal(k.len, strlen(want));
+	assert_memory_equal(k.buf, want, k.len);
+	sl_scrub_free(&s);
+	free(k.buf);
+	free(w.buf);
+}
+
 /* A short secret loses less to pauses: a quarter of it at most. */
 static void test_flush_short_secret(void **state)
 {
@@ -719,6 +750,7 @@ int main(void)
 	    cmocka_unit_test(test_flush),
     cmocka_unit_test(test_pause_cut),
     cmocka_unit_test(test_flush_short_secret),
+    cmocka_unit_test(test_whole),
 	    cmocka_unit_test(test_secret_with_space),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_sink_error),

@@ -13,19 +13,23 @@
 
 #include "ws-frame.h"
 
-/* What came out: "H<len>" per header, "P<len>" per payload piece, "E"
- * after a frame's last, in one string. */
+/* What came out: "H<len>" per header ("F" after it when final, "O<op>"
+ * for another opcode than text), "P<len>" per payload piece, "E" after a
+ * frame's last, in one string. */
 struct trace {
 	char s[1024];
 	size_t payload;
 };
 
-static int on_head(void *userdata, const uint8_t *head, size_t len)
+static int on_head(void *userdata, const struct sl_ws_head *h)
 {
 	struct trace *t = userdata;
+	char op[8] = "";
 
-	(void)head;
-	snprintf(t->s + strlen(t->s), sizeof(t->s) - strlen(t->s), "H%zu ", len);
+	if (h->opcode != SL_WS_OP_TEXT)
+		snprintf(op, sizeof(op), "O%u", h->opcode);
+	snprintf(t->s + strlen(t->s), sizeof(t->s) - strlen(t->s), "H%llu%s%s ",
+		 (unsigned long long)h->len, h->fin ? "F" : "", op);
 	return 0;
 }
 
@@ -82,46 +86,77 @@ static void test_lengths(void **state)
 	assert_int_equal(n, sizeof(in));
 
 	assert_int_equal(feed_in(in, n, n, &t), 0);
-	assert_string_equal(t.s, "H2 P5 E H4 P300 E H10 P70000 E H2 E ");
+	assert_string_equal(t.s, "H5F P5 E H300FO2 P300 E H70000FO2 P70000 E H0FO9 E ");
 	assert_int_equal(feed_in(in, n, 1, &t), 0);
 	assert_int_equal(t.payload, 5 + 300 + 70000);
-	assert_non_null(strstr(t.s, "H2 P1 P1 P1 P1 P1 E H4 P1 "));
+	assert_non_null(strstr(t.s, "H5F P1 P1 P1 P1 P1 E H300FO2 P1 "));
 	assert_int_equal(feed_in(in, n, 3, &t), 0);
 	assert_int_equal(t.payload, 5 + 300 + 70000);
 }
 
-/* A masked frame (a server never masks: the agent would unmask it, a
- * scrubber could not read it) and a 64-bit length with its top bit set
- * are refused, also when their header comes a byte at a time, and stay
- * refused. */
-static void test_refused(void **state)
+/* A fragmented message with a ping between its fragments. */
+static void test_fragments(void **state)
 {
-	static const uint8_t masked[] = {0x81, 0x84, 'a', 'b', 'c', 'd', 'w', 'x', 'y', 'z'};
-	static const uint8_t huge[] = {0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 1};
-	static const uint8_t ok[] = {0x81, 1, 'k'};
-	struct sl_ws_frames w;
+	static const uint8_t in[] = {0x01, 2, 'a', 'b', 0x89, 1, 'p', 0x00, 1, 'c', 0x80, 1, 'd', 0x81, 0};
 	struct trace t;
 
 	(void)state;
-	assert_int_equal(feed_in(masked, sizeof(masked), sizeof(masked), &t), -EPROTO);
-	assert_string_equal(t.s, "");
-	assert_int_equal(feed_in(masked, sizeof(masked), 1, &t), -EPROTO);
-	assert_string_equal(t.s, "");
-	assert_int_equal(feed_in(huge, sizeof(huge), 1, &t), -EPROTO);
-	assert_string_equal(t.s, "");
+	assert_int_equal(feed_in(in, sizeof(in), sizeof(in), &t), 0);
+	assert_string_equal(t.s, "H2 P2 E H1FO9 P1 E H1O0 P1 E H1FO0 P1 E H0F E ");
+	assert_int_equal(feed_in(in, sizeof(in), 1, &t), 0);
+	assert_int_equal(t.payload, 5);
+}
+
+/* Refused, also when the header comes a byte at a time, and refused
+ * again: what a scrubbing relay could not read (a masked frame: a server
+ * never masks, and the agent would unmask it; a reserved bit: an
+ * extension nobody negotiated, compression), and what RFC 6455 has a
+ * client fail the connection on. */
+static void test_refused(void **state)
+{
+	/* want: what came out before the refusal, whole or a byte at a time. */
+	static const struct {
+		const char *what;
+		uint8_t in[12];
+		size_t len;
+		const char *want;
+	} bad[] = {
+	    {"masked", {0x81, 0x84, 'a', 'b', 'c', 'd', 'w', 'x', 'y', 'z'}, 10, ""},
+	    {"64-bit top bit", {0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 1}, 10, ""},
+	    {"RSV1 (compressed)", {0xc1, 1, 'k'}, 3, ""},
+	    {"RSV2", {0xa1, 1, 'k'}, 3, ""},
+	    {"RSV3", {0x91, 1, 'k'}, 3, ""},
+	    {"reserved data opcode", {0x83, 1, 'k'}, 3, ""},
+	    {"reserved control opcode", {0x8b, 0}, 2, ""},
+	    {"control frame over 125 bytes", {0x89, 126, 0, 126}, 4, ""},
+	    {"fragmented control frame", {0x09, 1, 'p'}, 3, ""},
+	    {"continuation with no message", {0x80, 1, 'k'}, 3, ""},
+	    {"a message inside a message", {0x01, 1, 'a', 0x81, 1, 'b'}, 6, "H1 P1 E "},
+	};
+	static const uint8_t ok[] = {0x81, 1, 'k'};
+	struct sl_ws_frames w;
+	struct trace t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(feed_in(bad[i].in, bad[i].len, bad[i].len, &t), -EPROTO);
+		assert_string_equal(t.s, bad[i].want);
+		assert_int_equal(feed_in(bad[i].in, bad[i].len, 1, &t), -EPROTO);
+		assert_string_equal(t.s, bad[i].want);
+	}
 
 	memset(&w, 0, sizeof(w));
 	memset(&t, 0, sizeof(t));
-	assert_int_equal(sl_ws_frames_feed(&w, masked, 2, on_head, on_payload, &t), -EPROTO);
+	assert_int_equal(sl_ws_frames_feed(&w, bad[0].in, 2, on_head, on_payload, &t), -EPROTO);
 	assert_int_equal(sl_ws_frames_feed(&w, ok, sizeof(ok), on_head, on_payload, &t), -EPROTO);
 	assert_string_equal(t.s, "");
 }
 
-static int fail_head(void *userdata, const uint8_t *head, size_t len)
+static int fail_head(void *userdata, const struct sl_ws_head *h)
 {
 	(void)userdata;
-	(void)head;
-	(void)len;
+	(void)h;
 	return -EIO;
 }
 
@@ -144,6 +179,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lengths),
+	    cmocka_unit_test(test_fragments),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_callback_error),
 	};

@@ -294,6 +294,54 @@ def ws(deflate, query=b""):
     return st + " plain " + state + " " + esc(payload)
 
 
+def ws_messages(query):
+    """A websocket's frames for a while: '101 msg=TEXT ctl=OP:PAYLOAD,...
+    open|closed', the first message's fragments joined as any client joins
+    them; open: 0.3 s after that message had come whole, the origin (which
+    keeps it 2 s) had not closed it, nor sent a close."""
+    s = tls(API)
+    key = base64.b64encode(os.urandom(16))
+    s.sendall(b"GET /ws" + query + b" HTTP/1.1\r\nHost: " + API.encode() + b"\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key + b"\r\n\r\n")
+    head, buf = read_head(s)
+    st = code(head.split(b"\r\n")[0].decode("latin-1"))
+    msg, ctl, done, closed = b"", [], None, False
+    deadline = time.monotonic() + 3
+    for _ in range(1000):  # bounded: a few frames
+        while len(buf) >= 2:
+            n, off = buf[1] & 0x7f, 2
+            if n == 126:
+                if len(buf) < 4:
+                    break
+                n, off = int.from_bytes(buf[2:4], "big"), 4
+            if len(buf) < off + n:
+                break
+            fin, op, payload, buf = buf[0] & 0x80, buf[0] & 0x0f, buf[off:off + n], buf[off + n:]
+            if op & 0x8:
+                ctl.append("%d:%s" % (op, esc(payload)))
+                closed = closed or op == 0x8
+            elif done is None:
+                msg += payload
+                if fin:
+                    done = time.monotonic()
+        now = time.monotonic()
+        if closed or now > deadline or (done is not None and now > done + 0.3):
+            break
+        s.settimeout(max(0.02, min(deadline, done + 0.3 if done else deadline) - now))
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            continue
+        except (ssl.SSLError, OSError):
+            break
+        if not d:
+            closed = True
+            break
+        buf += d
+    s.close()
+    return "%s msg=%s ctl=%s %s" % (st, esc(msg), ",".join(ctl), "closed" if closed else "open")
+
+
 attacks = {
     "oracle": oracle,
     "range-multi": range_multi,
@@ -306,6 +354,8 @@ attacks = {
     "ws-long": lambda: ws(False, b"?end=long"),
     "ws-masked": lambda: ws(False, b"?mask=1"),
     "ws-big": lambda: ws(False, b"?end=long&big=1"),
+    "ws-frag": lambda: ws_messages(b"?frag=1&end=long"),
+    "ws-close": lambda: ws_messages(b"?close=1"),
 }
 
 for name in sys.argv[1:]:

@@ -37,7 +37,13 @@
 #                     pressed into service as a server does (RFC 6455
 #                     forbids it); ?big=1 pads it to a frame with a 16-bit
 #                     length, its header's first byte sent 0.1 s before
-#                     the rest.
+#                     the rest; ?frag=1 sends it as a server that fragments
+#                     messages does (gorilla/websocket, at its buffer's
+#                     size), cut inside the key, a ping between the two
+#                     fragments; ?close=1 follows it with a close frame
+#                     whose reason quotes the key (1008, as a server that
+#                     rejects it says why).
+#                     Each frame is written by itself (one TLS record).
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
 
@@ -87,8 +93,8 @@ def ranged(get, body, ctype="text/plain"):
     return resp("206 Partial Content", out, [("Content-Type", "multipart/byteranges; boundary=" + bnd)])
 
 
-def ws_frame(payload, rsv1=False, mask=None):
-    b0 = 0x80 | (0x40 if rsv1 else 0) | 0x1
+def ws_frame(payload, rsv1=False, mask=None, op=0x1, fin=True):
+    b0 = (0x80 if fin else 0) | (0x40 if rsv1 else 0) | op
     m = 0x80 if mask else 0
     n = len(payload)
     if n < 126:
@@ -153,12 +159,24 @@ def serve(sock):
                     frame = ws_frame(data[:-4], rsv1=True)  # RFC 7692: drop 00 00 ff ff
                 else:
                     frame = ws_frame(msg, mask=os.urandom(4) if q.get("mask") == ["1"] else None)
+                if q.get("frag") == ["1"]:
+                    cut = msg.index(key.encode()) + 10
+                    sock.sendall(head + b"\r\n")
+                    for f in (ws_frame(msg[:cut], fin=False), ws_frame(b"keepalive", op=0x9),
+                              ws_frame(msg[cut:], op=0x0)):
+                        sock.sendall(f)
+                        time.sleep(0.05)
+                    time.sleep(2)
+                    break
                 if pad:
                     sock.sendall(head + b"\r\n" + frame[:1])
                     time.sleep(0.1)
                     frame = frame[1:]
                     head = b""
                 sock.sendall(head + (b"\r\n" if head else b"") + frame)
+                if q.get("close") == ["1"]:
+                    time.sleep(0.05)
+                    sock.sendall(ws_frame(b"\x03\xf0invalid x-api-key " + key.encode(), op=0x8))
                 time.sleep(2)
                 break
             sock.sendall(resp("200 OK", ("origin %s %s\n" % (method, target)).encode()))
