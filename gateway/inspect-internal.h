@@ -227,6 +227,7 @@ struct insp {
 	struct sl_ws_head ws_frame; /* the frame being read */
 	uint8_t ws_op; /* the message's opcode, for its first frame out */
 	bool ws_started; /* a frame of the message has gone out */
+	bool ws_closed; /* the origin's close has gone out: nothing after it */
 	uint8_t ws_ctl[SL_WS_CONTROL_MAX];
 	size_t ws_ctl_len;
 	char *ws_out;

@@ -141,9 +141,23 @@ static int ws_ctl_collect(void *userdata, const void *p, size_t n)
 {
 	struct insp *in = userdata;
 
-	memcpy(in->ws_ctl + in->ws_ctl_len, p, n); /* same length, <= 125 */
+	if (n > sizeof(in->ws_ctl) - in->ws_ctl_len)
+		return -EIO; /* cannot be: markers keep the length */
+	memcpy(in->ws_ctl + in->ws_ctl_len, p, n);
 	in->ws_ctl_len += n;
 	return 0;
+}
+
+/* A close from the origin: the message it cut short is dropped, held
+ * bytes and all, and nothing of a message follows the close (RFC 6455
+ * 5.5.1), not from the pause timer nor from the end. */
+static void ws_closed(struct insp *in)
+{
+	in->ws_closed = true;
+	sl_scrub_reset(&in->scrub);
+	if (in->ws_out)
+		explicit_bzero(in->ws_out, in->ws_out_len);
+	in->ws_out_len = 0;
 }
 
 static int ws_payload(void *userdata, const void *p, size_t len, int end)
@@ -153,6 +167,8 @@ static int ws_payload(void *userdata, const void *p, size_t len, int end)
 	size_t n;
 	int r;
 
+	if (in->ws_closed)
+		return 0; /* the origin's frames after its close: dropped */
 	if (in->ws_frame.opcode & 0x08) {
 		memcpy(in->ws_ctl + in->ws_ctl_len, p, len); /* ws-frame.c: <= 125 */
 		in->ws_ctl_len += len;
@@ -165,6 +181,8 @@ static int ws_payload(void *userdata, const void *p, size_t len, int end)
 		explicit_bzero(raw, sizeof(raw));
 		if (r == 0 && in->ws_ctl_len != n)
 			r = -EIO; /* cannot be: markers keep the length */
+		if (r == 0 && in->ws_frame.opcode == SL_WS_OP_CLOSE)
+			ws_closed(in);
 		if (r == 0)
 			r = ws_put_head(in, 1, in->ws_frame.opcode, n);
 		if (r == 0)
@@ -187,7 +205,7 @@ static int ws_flush(struct insp *in, bool finish)
 {
 	int r;
 
-	if (!in->ws_out)
+	if (!in->ws_out || in->ws_closed)
 		return 0;
 	r = finish ? sl_scrub_finish(&in->scrub, ws_collect, in)
 		   : sl_scrub_flush(&in->scrub, ws_collect, in);
@@ -381,6 +399,7 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 			return -EIO;
 		in->st = I_WS;
 		memset(&in->ws, 0, sizeof(in->ws));
+		in->ws_closed = false;
 		return 0;
 	}
 	if (status >= 100 && status < 200) {

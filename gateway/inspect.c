@@ -571,6 +571,8 @@ void conn_inspect_free(struct conn *c)
 		explicit_bzero(in->ws_out, WS_OUT_CAP);
 		free(in->ws_out);
 	}
+	/* A control frame cut short by the end holds the origin's bytes. */
+	explicit_bzero(in->ws_ctl, sizeof(in->ws_ctl));
 	if (in->uhead) {
 		explicit_bzero(in->uhead, in->uhead_len);
 		free(in->uhead);

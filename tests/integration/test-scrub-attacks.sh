@@ -127,7 +127,7 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ---- the agent, in one `sluice run` ----
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
-attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close)
+attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close ws-close-mid)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -135,12 +135,12 @@ out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.ya
 rc=$?
 echo "# sluice run: exit $rc after $((SECONDS - t0)) s"
 sed -n 's/^\(.*\) took: \(.*\)$/# \1 took \2/p' <<<"$out"
-check "the agent ran to its end inside sluice run" "0 13" "$rc $(grep -c ' took: ' <<<"$out")"
+check "the agent ran to its end inside sluice run" "0 14" "$rc $(grep -c ' took: ' <<<"$out")"
 [ "$rc" = 0 ] || echo "# its output: $(show "$out" | head -c 3000)"
 
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
-check "every request to api.scrub.test reached the origin with the key (17 of them)" "17 0" \
+check "every request to api.scrub.test reached the origin with the key (18 of them)" "18 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -283,7 +283,7 @@ fi
 # between the fragments: the agent joins the fragments (as any client
 # does), so the key must be replaced across the cut; the ping comes too.
 r=$(res ws-frag)
-if [[ $r == "101 msg="*"$MARK"*"; acknowledged ctl=9:keepalive open" ]] && ! leaks "$r"; then
+if [[ $r == "101 msg="*"$MARK"*"; acknowledged ctl=9:keepalive open ops=1+ 9 0" ]] && ! leaks "$r"; then
 	ok "ws-frag: a key cut across two fragments is replaced; the ping between them came; open"
 else
 	notok "ws-frag: want '101 msg=...$MARK...; acknowledged ctl=9:keepalive open' and no key:" \
@@ -291,11 +291,17 @@ else
 fi
 # A close frame whose reason quotes the key.
 r=$(res ws-close)
-if [[ $r == "101 msg="*"$MARK"*"; over ctl=8:"*"invalid x-api-key $MARK"*" closed" ]] && ! leaks "$r"; then
+if [[ $r == "101 msg="*"$MARK"*"; over ctl=8:"*"invalid x-api-key $MARK"*" closed ops=1 8" ]] && ! leaks "$r"; then
 	ok "ws-close: a close frame's reason that quotes the key is scrubbed"
 else
 	notok "ws-close: want the close's reason with '$MARK' and no key: $(show "${r:0:240}")"
 fi
+# A close in the middle of a message: the close comes, and nothing of
+# the message after it (RFC 6455 5.5.1), not even the word the scrubber
+# held at the fragment's end.
+r=$(res ws-close-mid)
+check "ws-close-mid: after the origin's close, no frame of its unfinished message" \
+	"101 msg=hello; status pending;  ctl=8:\\x03\\xe8 closed ops=1+ 8" "$r"
 # A masked frame from the origin: the agent unmasks it (the mask is in
 # the frame), the scrubber could not have read it. The websocket ends
 # instead (RFC 6455 5.1: a client closes on a masked frame); the 101 that

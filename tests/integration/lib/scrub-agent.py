@@ -305,7 +305,7 @@ def ws_messages(query):
               b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key + b"\r\n\r\n")
     head, buf = read_head(s)
     st = code(head.split(b"\r\n")[0].decode("latin-1"))
-    msg, ctl, done, closed = b"", [], None, False
+    msg, ctl, done, closed, ops = b"", [], None, False, []
     deadline = time.monotonic() + 3
     for _ in range(1000):  # bounded: a few frames
         while len(buf) >= 2:
@@ -317,6 +317,7 @@ def ws_messages(query):
             if len(buf) < off + n:
                 break
             fin, op, payload, buf = buf[0] & 0x80, buf[0] & 0x0f, buf[off:off + n], buf[off + n:]
+            ops.append("%d%s" % (op, "" if fin else "+"))
             if op & 0x8:
                 ctl.append("%d:%s" % (op, esc(payload)))
                 closed = closed or op == 0x8
@@ -325,7 +326,7 @@ def ws_messages(query):
                 if fin:
                     done = time.monotonic()
         now = time.monotonic()
-        if closed or now > deadline or (done is not None and now > done + 0.3):
+        if now > deadline or (done is not None and now > done + 0.3 and not closed):
             break
         s.settimeout(max(0.02, min(deadline, done + 0.3 if done else deadline) - now))
         try:
@@ -339,7 +340,8 @@ def ws_messages(query):
             break
         buf += d
     s.close()
-    return "%s msg=%s ctl=%s %s" % (st, esc(msg), ",".join(ctl), "closed" if closed else "open")
+    return "%s msg=%s ctl=%s %s ops=%s" % (st, esc(msg), ",".join(ctl), "closed" if closed else "open",
+                                           " ".join(ops))
 
 
 attacks = {
@@ -356,6 +358,7 @@ attacks = {
     "ws-big": lambda: ws(False, b"?end=long&big=1"),
     "ws-frag": lambda: ws_messages(b"?frag=1&end=long"),
     "ws-close": lambda: ws_messages(b"?close=1"),
+    "ws-close-mid": lambda: ws_messages(b"?closemid=1"),
 }
 
 for name in sys.argv[1:]:

@@ -42,7 +42,9 @@
 #                     size), cut inside the key, a ping between the two
 #                     fragments; ?close=1 follows it with a close frame
 #                     whose reason quotes the key (1008, as a server that
-#                     rejects it says why).
+#                     rejects it says why); ?closemid=1 sends the greeting's
+#                     first part as a fragment, ending in a long word, then
+#                     a close, the message never finished.
 #                     Each frame is written by itself (one TLS record).
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
@@ -159,6 +161,13 @@ def serve(sock):
                     frame = ws_frame(data[:-4], rsv1=True)  # RFC 7692: drop 00 00 ff ff
                 else:
                     frame = ws_frame(msg, mask=os.urandom(4) if q.get("mask") == ["1"] else None)
+                if q.get("closemid") == ["1"]:
+                    sock.sendall(head + b"\r\n")
+                    sock.sendall(ws_frame(b"hello; status pending; superlongword", fin=False))
+                    time.sleep(0.05)
+                    sock.sendall(ws_frame(b"\x03\xe8", op=0x8))
+                    time.sleep(0.3)
+                    break
                 if q.get("frag") == ["1"]:
                     cut = msg.index(key.encode()) + 10
                     sock.sendall(head + b"\r\n")
