@@ -503,9 +503,9 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 			if (r == -EPROTO)
 				c->reason = "bad-response";
 			conn_close(c);
-		}
-		else
+		} else {
 			insp_held_update(in);
+		}
 		return;
 	}
 	if (in->st != I_EXCHANGE) {
@@ -556,10 +556,10 @@ static void upstream_eof(struct insp *in)
 
 	if (in->st == I_WS || (in->resp_head_done && !in->resp.self_delimited)) {
 		/* The end of a response framed by the close. */
-		int r = !in->scrub_on	 ? 0
-			: in->st == I_WS ? ws_flush(in, true)
-					 : sl_scrub_finish(&in->scrub, sink_body, in);
+		int r = 0;
 
+		if (in->scrub_on)
+			r = in->st == I_WS ? ws_flush(in, true) : sl_scrub_finish(&in->scrub, sink_body, in);
 		in->st = I_CLOSING;
 		if (in->up) {
 			insp_up_close(in->up);
