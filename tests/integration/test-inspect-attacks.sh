@@ -59,7 +59,7 @@ import gzip, hmac, os, socket, ssl, sys, threading, time
 from urllib.parse import parse_qs, urlsplit
 
 sys.path.insert(0, os.environ["SL_TEST_LIB"])
-from rawhttp import Conn  # noqa: E402
+from rawhttp import Conn, serve_forever  # noqa: E402
 
 log_path, cert, keyf, addr = sys.argv[1:5]
 lock = threading.Lock()
@@ -171,35 +171,23 @@ def serve(sock):
             pass
 
 
-def listen(port, ctx):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((addr, port))
-    ls.listen(128)
-    while True:
-        s, _ = ls.accept()
-
-        def run(s=s):
-            try:
-                if ctx:
-                    s.settimeout(15)
-                    s = ctx.wrap_socket(s, server_side=True)
-                with lock:
-                    OPEN[0] += port == 443
-                try:
-                    serve(s)
-                finally:
-                    with lock:
-                        OPEN[0] -= port == 443
-            except (OSError, ssl.SSLError):
-                pass
-        threading.Thread(target=run, daemon=True).start()
+def counted(port):
+    """serve, with the TLS connections open counted in OPEN."""
+    def handle(s):
+        with lock:
+            OPEN[0] += port == 443
+        try:
+            serve(s)
+        finally:
+            with lock:
+                OPEN[0] -= port == 443
+    return handle
 
 
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(cert, keyf)
-threading.Thread(target=listen, args=(80, None), daemon=True).start()
-threading.Thread(target=listen, args=(443, ctx), daemon=True).start()
+threading.Thread(target=serve_forever, args=(addr, 80, None, counted(80)), daemon=True).start()
+threading.Thread(target=serve_forever, args=(addr, 443, ctx, counted(443)), daemon=True).start()
 time.sleep(0.3)
 open(log_path + ".ready", "w").close()
 threading.Event().wait()

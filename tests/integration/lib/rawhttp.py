@@ -4,6 +4,9 @@
 # normalises a request on the way in). Imported by lib/scrub-origin.py and by
 # the origins that test-inspect-attacks.sh and test-inspect-lifecycle.sh write
 # out (sys.path from SL_TEST_LIB, which lib/checks.sh exports).
+import socket
+import ssl
+import threading
 
 
 class Conn:
@@ -84,3 +87,26 @@ class Conn:
         elif get("content-length"):
             body = self.take(int(get("content-length")))
         return method, target, hdrs, get, body
+
+
+def serve_forever(addr, port, ctx, handle, timeout=15):
+    """Accept on addr:port for ever, each connection in a thread of its
+    own: TLS ended with ctx (None: plain, no timeout set), then
+    handle(sock). A connection whose handshake fails, or whose handler
+    raises OSError, is dropped; the next is taken all the same."""
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((addr, port))
+    ls.listen(128)
+    while True:
+        s, _ = ls.accept()
+
+        def run(s=s):
+            try:
+                if ctx:
+                    s.settimeout(timeout)
+                    s = ctx.wrap_socket(s, server_side=True)
+                handle(s)
+            except (OSError, ssl.SSLError):
+                pass
+        threading.Thread(target=run, daemon=True).start()

@@ -49,7 +49,7 @@
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
 
-from rawhttp import Conn
+from rawhttp import Conn, serve_forever
 
 log_path, cert, keyf, addr = sys.argv[1:5]
 lock = threading.Lock()
@@ -198,27 +198,9 @@ def serve(sock):
             pass
 
 
-def listen(port, ctx):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((addr, port))
-    ls.listen(128)
-    while True:
-        s, _ = ls.accept()
-
-        def run(s=s):
-            try:
-                s.settimeout(20)
-                s = ctx.wrap_socket(s, server_side=True)
-                serve(s)
-            except (OSError, ssl.SSLError):
-                pass
-        threading.Thread(target=run, daemon=True).start()
-
-
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(cert, keyf)
-threading.Thread(target=listen, args=(443, ctx), daemon=True).start()
+threading.Thread(target=serve_forever, args=(addr, 443, ctx, serve, 20), daemon=True).start()
 time.sleep(0.3)
 open(log_path + ".ready", "w").close()
 threading.Event().wait()
