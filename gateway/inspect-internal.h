@@ -33,7 +33,7 @@
 #include "http.h"
 #include "scrub.h"
 #include "secret.h"
-#include "ws-frame.h"
+#include "ws-scrub.h"
 
 #define TLS_CHUNK 16384
 /* Plaintext to the client is gathered into records of this size (TLS's
@@ -49,9 +49,6 @@
  * could still be part of a secret, scrub.h) has it passed on after this
  * long: a websocket's "pong" is not held until the next message. */
 #define SCRUB_PAUSE_MS 50
-/* A scrubbed websocket's frames out are at most this long (a longer
- * message goes out as more fragments). */
-#define WS_OUT_CAP 16384
 #define DRIVE_ROUNDS 4096
 
 struct up;
@@ -218,20 +215,8 @@ struct insp {
 	bool up_paused;
 	struct sl_scrub scrub;
 	bool scrub_on;
-	/* A scrubbed websocket's frames from the origin, framed again
-	 * (inspect-response.c ws_payload): each message is scrubbed as a
-	 * stream of its own, across its fragments, into ws_out (WS_OUT_CAP,
-	 * malloc'd at the first message), and sent on as frames of ours;
-	 * a control frame is gathered whole in ws_ctl and scrubbed apart. */
-	struct sl_ws_frames ws;
-	struct sl_ws_head ws_frame; /* the frame being read */
-	uint8_t ws_op; /* the message's opcode, for its first frame out */
-	bool ws_started; /* a frame of the message has gone out */
-	bool ws_closed; /* the origin's close has gone out: nothing after it */
-	uint8_t ws_ctl[SL_WS_CONTROL_MAX];
-	size_t ws_ctl_len;
-	char *ws_out;
-	size_t ws_out_len;
+	/* A scrubbed websocket, from the origin (after 101). */
+	struct sl_ws_scrub ws;
 	/* In the tls's held list: the scrubber holds bytes, due at held_due. */
 	bool held_listed;
 	uint64_t held_due;

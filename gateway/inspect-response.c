@@ -41,175 +41,10 @@ static int sink_body(void *userdata, const void *p, size_t n)
 	return insp_client_write(in, "\r\n", 2);
 }
 
-/*
- * A scrubbed websocket, from the origin, framed again. Each data message
- * is one stream for the scrubber, across its fragments, finished with its
- * final one: a key the origin cut across two fragments (a server that
- * fragments long messages at a fixed size, the agent padding its own bytes
- * to put the cut in the key) is still one key, and a message that ends in
- * a word comes as soon as it is whole, not with the next (a pause passes
- * on a short word only, sl_scrub_flush). What the scrubber lets out goes
- * to ws_out and leaves as frames of ours: the first with the message's
- * opcode, the rest continuations, the last final (RFC 6455 5.4 lets an
- * intermediary fragment a message anew). A control frame between two
- * fragments (5.5: 125 bytes at most, never fragmented) is gathered whole,
- * scrubbed apart (sl_scrub_whole) and sent on between them. The origin's
- * frames that the agent could read past the scrubber are refused
- * (ws-frame.h: masked, compressed), and end the websocket.
- */
-static int ws_put_head(struct insp *in, int fin, uint8_t op, size_t len)
+/* A scrubbed websocket's frames, to the client (ws-scrub.h). */
+static int ws_write(void *userdata, const void *p, size_t n)
 {
-	uint8_t h[10];
-	size_t n = 2, i;
-
-	h[0] = (uint8_t)((fin ? 0x80 : 0) | op);
-	if (len < 126) {
-		h[1] = (uint8_t)len;
-	} else if (len <= 0xffff) {
-		h[1] = 126;
-		h[2] = (uint8_t)(len >> 8);
-		h[3] = (uint8_t)len;
-		n = 4;
-	} else {
-		h[1] = 127;
-		for (i = 0; i < 8; i++)
-			h[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
-		n = 10;
-	}
-	return insp_client_write(in, h, n);
-}
-
-/* What the scrubber let out of the message so far, as a frame; the final
- * one even when empty. */
-static int ws_send(struct insp *in, int fin)
-{
-	int r;
-
-	if (!fin && in->ws_out_len == 0)
-		return 0;
-	r = ws_put_head(in, fin, in->ws_started ? SL_WS_OP_CONT : in->ws_op, in->ws_out_len);
-	if (r == 0)
-		r = insp_client_write(in, in->ws_out, in->ws_out_len);
-	explicit_bzero(in->ws_out, in->ws_out_len);
-	in->ws_out_len = 0;
-	in->ws_started = !fin;
-	return r;
-}
-
-static int ws_collect(void *userdata, const void *p, size_t n)
-{
-	struct insp *in = userdata;
-	const char *b = p;
-
-	while (n > 0) {
-		size_t k = WS_OUT_CAP - in->ws_out_len;
-		int r;
-
-		if (k == 0) {
-			if ((r = ws_send(in, 0)) < 0)
-				return r;
-			continue;
-		}
-		if (k > n)
-			k = n;
-		memcpy(in->ws_out + in->ws_out_len, b, k);
-		in->ws_out_len += k;
-		b += k;
-		n -= k;
-	}
-	return 0;
-}
-
-static int ws_head(void *userdata, const struct sl_ws_head *h)
-{
-	struct insp *in = userdata;
-
-	in->ws_frame = *h;
-	in->ws_ctl_len = 0;
-	if (h->opcode & 0x08)
-		return 0;
-	if (!in->ws_out && !(in->ws_out = malloc(WS_OUT_CAP)))
-		return -ENOMEM;
-	if (h->opcode != SL_WS_OP_CONT) {
-		in->ws_op = h->opcode;
-		in->ws_started = false;
-	}
-	return 0;
-}
-
-static int ws_ctl_collect(void *userdata, const void *p, size_t n)
-{
-	struct insp *in = userdata;
-
-	if (n > sizeof(in->ws_ctl) - in->ws_ctl_len)
-		return -EIO; /* cannot be: markers keep the length */
-	memcpy(in->ws_ctl + in->ws_ctl_len, p, n);
-	in->ws_ctl_len += n;
-	return 0;
-}
-
-/* A close from the origin: the message it cut short is dropped, held
- * bytes and all, and nothing of a message follows the close (RFC 6455
- * 5.5.1), not from the pause timer nor from the end. */
-static void ws_closed(struct insp *in)
-{
-	in->ws_closed = true;
-	sl_scrub_reset(&in->scrub);
-	if (in->ws_out)
-		explicit_bzero(in->ws_out, in->ws_out_len);
-	in->ws_out_len = 0;
-}
-
-static int ws_payload(void *userdata, const void *p, size_t len, int end)
-{
-	struct insp *in = userdata;
-	uint8_t raw[SL_WS_CONTROL_MAX];
-	size_t n;
-	int r;
-
-	if (in->ws_closed)
-		return 0; /* the origin's frames after its close: dropped */
-	if (in->ws_frame.opcode & 0x08) {
-		memcpy(in->ws_ctl + in->ws_ctl_len, p, len); /* ws-frame.c: <= 125 */
-		in->ws_ctl_len += len;
-		if (!end)
-			return 0;
-		n = in->ws_ctl_len;
-		memcpy(raw, in->ws_ctl, n);
-		in->ws_ctl_len = 0;
-		r = sl_scrub_whole(&in->scrub, raw, n, ws_ctl_collect, in);
-		explicit_bzero(raw, sizeof(raw));
-		if (r == 0 && in->ws_ctl_len != n)
-			r = -EIO; /* cannot be: markers keep the length */
-		if (r == 0 && in->ws_frame.opcode == SL_WS_OP_CLOSE)
-			ws_closed(in);
-		if (r == 0)
-			r = ws_put_head(in, 1, in->ws_frame.opcode, n);
-		if (r == 0)
-			r = insp_client_write(in, in->ws_ctl, n);
-		explicit_bzero(in->ws_ctl, sizeof(in->ws_ctl));
-		in->ws_ctl_len = 0;
-		return r;
-	}
-	r = len ? sl_scrub_feed(&in->scrub, p, len, ws_collect, in) : 0;
-	if (r == 0 && end && in->ws_frame.fin) {
-		r = sl_scrub_finish(&in->scrub, ws_collect, in);
-		return r < 0 ? r : ws_send(in, 1);
-	}
-	return r < 0 ? r : ws_send(in, 0);
-}
-
-/* The pause timer's flush, and the end of the stream: what the scrubber
- * holds of a message, sent on as a fragment of it. */
-static int ws_flush(struct insp *in, bool finish)
-{
-	int r;
-
-	if (!in->ws_out || in->ws_closed)
-		return 0;
-	r = finish ? sl_scrub_finish(&in->scrub, ws_collect, in)
-		   : sl_scrub_flush(&in->scrub, ws_collect, in);
-	return r < 0 ? r : ws_send(in, 0);
+	return insp_client_write(userdata, p, n);
 }
 
 static int on_body_data(void *userdata, const char *p, size_t n)
@@ -294,7 +129,8 @@ static void held_timer_fired(uv_timer_t *tm)
 		insp_held_unlist(in);
 		if (insp_closing(in))
 			continue;
-		r = in->st == I_WS ? ws_flush(in, false) : sl_scrub_flush(&in->scrub, sink_body, in);
+		r = in->st == I_WS ? sl_ws_scrub_flush(&in->ws, false)
+				     : sl_scrub_flush(&in->scrub, sink_body, in);
 		if (r == 0)
 			r = insp_client_flush(in, false);
 		if (r < 0)
@@ -398,8 +234,8 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 		if (send_response_head(in, in->rbuf, h) < 0)
 			return -EIO;
 		in->st = I_WS;
-		memset(&in->ws, 0, sizeof(in->ws));
-		in->ws_closed = false;
+		sl_ws_scrub_free(&in->ws);
+		sl_ws_scrub_init(&in->ws, &in->scrub, ws_write, in);
 		return 0;
 	}
 	if (status >= 100 && status < 200) {
@@ -497,8 +333,7 @@ static void upstream_plain(struct insp *in, const char *p, size_t n)
 	c->bytes_down += n;
 	insp_wipe_uhead(in); /* the origin answers: no retry */
 	if (in->st == I_WS) {
-		int r = in->scrub_on ? sl_ws_frames_feed(&in->ws, p, n, ws_head, ws_payload, in)
-				     : insp_client_write(in, p, n);
+		int r = in->scrub_on ? sl_ws_scrub_feed(&in->ws, p, n) : insp_client_write(in, p, n);
 		if (r < 0) {
 			if (r == -EPROTO)
 				c->reason = "bad-response";
@@ -559,7 +394,8 @@ static void upstream_eof(struct insp *in)
 		int r = 0;
 
 		if (in->scrub_on)
-			r = in->st == I_WS ? ws_flush(in, true) : sl_scrub_finish(&in->scrub, sink_body, in);
+			r = in->st == I_WS ? sl_ws_scrub_flush(&in->ws, true)
+					     : sl_scrub_finish(&in->scrub, sink_body, in);
 		in->st = I_CLOSING;
 		if (in->up) {
 			insp_up_close(in->up);

@@ -567,12 +567,8 @@ void conn_inspect_free(struct conn *c)
 	free(in->obuf);
 	free(in->cbuf);
 	free(in->rbuf);
-	if (in->ws_out) {
-		explicit_bzero(in->ws_out, WS_OUT_CAP);
-		free(in->ws_out);
-	}
-	/* A control frame cut short by the end holds the origin's bytes. */
-	explicit_bzero(in->ws_ctl, sizeof(in->ws_ctl));
+	/* Its buffers hold the origin's bytes, unscrubbed. */
+	sl_ws_scrub_free(&in->ws);
 	if (in->uhead) {
 		explicit_bzero(in->uhead, in->uhead_len);
 		free(in->uhead);

@@ -105,7 +105,7 @@ fuzz_one() {
 
 echo "== fuzz harnesses, ${fuzz_seconds}s each, $fuzz_jobs at a time"
 if bg_wait; then
-	fuzzers=(policy host dns dns-budget tls-hello http http-response nflog scrub reqhead first-flight socks metrics control learn ca-pem ws-frame)
+	fuzzers=(policy host dns dns-budget tls-hello http http-response nflog scrub reqhead first-flight socks metrics control learn ca-pem ws-frame ws-scrub)
 	running=0
 	for f in "${fuzzers[@]}"; do
 		rm -f build-fuzz/fuzz-$f.rc
