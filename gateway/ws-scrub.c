@@ -6,24 +6,23 @@
 
 #include "ws-scrub.h"
 
+/* Our frames are never longer than out (or a control frame): a 7- or
+ * 16-bit length always does. */
+_Static_assert(SL_WS_SCRUB_OUT_CAP <= 0xffff, "a frame of ours has a 16-bit length at most");
+
 static int put_head(struct sl_ws_scrub *w, int fin, uint8_t op, size_t len)
 {
-	uint8_t h[10];
-	size_t n = 2, i;
+	uint8_t h[4];
+	size_t n = 2;
 
 	h[0] = (uint8_t)((fin ? 0x80 : 0) | op);
 	if (len < 126) {
 		h[1] = (uint8_t)len;
-	} else if (len <= 0xffff) {
+	} else {
 		h[1] = 126;
 		h[2] = (uint8_t)(len >> 8);
 		h[3] = (uint8_t)len;
 		n = 4;
-	} else {
-		h[1] = 127;
-		for (i = 0; i < 8; i++)
-			h[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
-		n = 10;
 	}
 	return w->write(w->userdata, h, n);
 }

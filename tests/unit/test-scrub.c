@@ -594,6 +594,37 @@ static void test_whole(void **state)
 	free(w.buf);
 }
 
+/* After a finish nothing of the stream is left in the buffer, wherever
+ * it wrote (the finish wipes only what the stream dirtied, not the whole
+ * buffer: a websocket finishes a stream per message). */
+static void test_finish_wipes(void **state)
+{
+	static const char key[] = "sk-live-Q7rT2xZ9pL4mN8vB3cKw5Yh1Jd6Fs0Ge";
+	struct sl_scrub_secret sec[] = {S(key)};
+	struct sl_scrub s;
+	struct sink k;
+	size_t i, round;
+
+	(void)state;
+	sink_init(&k);
+	assert_int_equal(sl_scrub_init(&s, sec, 1, NULL), 0);
+	for (round = 0; round < 3; round++) {
+		/* A tail held by one feed (round 0), or of the longest kind,
+		 * moved by feeds of every size. */
+		assert_int_equal(sl_scrub_feed(&s, "text sk-live-Q7rT2xZ9pL4", 24, collect, &k), 0);
+		for (i = 0; round > 0 && i < 5; i++)
+			assert_int_equal(sl_scrub_feed(&s, "Z", 1, collect, &k), 0);
+		if (round > 0)
+			assert_int_equal(sl_scrub_feed(&s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", 36, collect, &k), 0);
+		assert_true(s.fill > 0);
+		assert_int_equal(sl_scrub_finish(&s, collect, &k), 0);
+		for (i = 0; i < s.cap; i++)
+			assert_int_equal(s.buf[i], 0);
+	}
+	sl_scrub_free(&s);
+	free(k.buf);
+}
+
 /* A short secret loses less to pauses: a quarter of it at most. */
 static void test_flush_short_secret(void **state)
 {
@@ -751,6 +782,7 @@ int main(void)
     cmocka_unit_test(test_pause_cut),
     cmocka_unit_test(test_flush_short_secret),
     cmocka_unit_test(test_whole),
+    cmocka_unit_test(test_finish_wipes),
 	    cmocka_unit_test(test_secret_with_space),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_sink_error),

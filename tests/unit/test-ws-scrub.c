@@ -30,6 +30,21 @@ static int append(void *userdata, const void *p, size_t n)
 	return 0;
 }
 
+struct out_big {
+	uint8_t b[50000];
+	size_t len;
+};
+
+static int append_big(void *userdata, const void *p, size_t n)
+{
+	struct out_big *b = userdata;
+
+	assert_true(n <= sizeof(b->b) - b->len);
+	memcpy(b->b + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
 /* A frame from the origin: FIN, opcode, payload (< 126 bytes). */
 static size_t frame(uint8_t *to, int fin, uint8_t op, const char *payload)
 {
@@ -163,6 +178,63 @@ static void test_close(void **state)
 	relay_free(&r);
 }
 
+/* A message longer than a frame of ours (SL_WS_SCRUB_OUT_CAP), the key
+ * across the place where one of ours ends: as many frames as it takes,
+ * each at most that long, the first with the message's opcode, the last
+ * final, and joined the message with the key replaced. Fed whole, and in
+ * reads of 1000 bytes. */
+static void test_long_message(void **state)
+{
+	static uint8_t in[10 + 40000];
+	static struct out_big big;
+	static uint8_t joined[40000];
+	size_t step;
+
+	(void)state;
+	for (step = sizeof(in); step >= 1000; step = step == sizeof(in) ? 1000 : 0) {
+		struct sl_scrub_secret sec = {key, strlen(key)};
+		struct sl_scrub sc;
+		struct sl_ws_scrub w;
+		size_t at, n = 0, frames_out = 0;
+
+		in[0] = 0x82;
+		in[1] = 127;
+		memcpy(in + 2, "\0\0\0\0\0\0\x9c\x40", 8); /* 40,000 */
+		memset(in + 10, 'x', 40000);
+		memcpy(in + 10 + SL_WS_SCRUB_OUT_CAP - 10, key, strlen(key));
+		assert_int_equal(sl_scrub_init(&sc, &sec, 1, NULL), 0);
+		memset(&w, 0, sizeof(w));
+		big.len = 0;
+		sl_ws_scrub_init(&w, &sc, append_big, &big);
+		for (at = 0; at < sizeof(in); at += step)
+			assert_int_equal(sl_ws_scrub_feed(&w, in + at, sizeof(in) - at < step ? sizeof(in) - at : step), 0);
+		for (at = 0; at < big.len;) {
+			size_t len = big.b[at + 1] & 0x7f, hl = 2;
+
+			if (len == 126) {
+				len = (size_t)big.b[at + 2] << 8 | big.b[at + 3];
+				hl = 4;
+			}
+			assert_true(len <= SL_WS_SCRUB_OUT_CAP);
+			assert_int_equal(big.b[at] & 0x0f, frames_out ? SL_WS_OP_CONT : SL_WS_OP_BINARY);
+			memcpy(joined + n, big.b + at + hl, len);
+			n += len;
+			frames_out++;
+			at += hl + len;
+			assert_int_equal((big.b[at - hl - len] & 0x80) != 0, at == big.len);
+		}
+		assert_true(frames_out >= 3);
+		assert_int_equal(n, 40000);
+		assert_null(memmem(joined, n, key, 8));
+		assert_memory_equal(joined + SL_WS_SCRUB_OUT_CAP - 10, SL_SCRUB_SAME_LENGTH_MARKER,
+				    strlen(SL_SCRUB_SAME_LENGTH_MARKER));
+		assert_int_equal(joined[0], 'x');
+		assert_int_equal(joined[n - 1], 'x');
+		sl_ws_scrub_free(&w);
+		sl_scrub_free(&sc);
+	}
+}
+
 /* A masked frame: refused, nothing of it out. */
 static void test_masked(void **state)
 {
@@ -182,6 +254,7 @@ int main(void)
 	    cmocka_unit_test(test_key_across_fragments),
 	    cmocka_unit_test(test_words_and_pauses),
 	    cmocka_unit_test(test_close),
+	    cmocka_unit_test(test_long_message),
 	    cmocka_unit_test(test_masked),
 	};
 
