@@ -127,7 +127,7 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ---- the agent, in one `sluice run` ----
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
-attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close ws-close-mid)
+attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close ws-close-mid ws-pause-mid)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -135,12 +135,12 @@ out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.ya
 rc=$?
 echo "# sluice run: exit $rc after $((SECONDS - t0)) s"
 sed -n 's/^\(.*\) took: \(.*\)$/# \1 took \2/p' <<<"$out"
-check "the agent ran to its end inside sluice run" "0 14" "$rc $(grep -c ' took: ' <<<"$out")"
+check "the agent ran to its end inside sluice run" "0 15" "$rc $(grep -c ' took: ' <<<"$out")"
 [ "$rc" = 0 ] || echo "# its output: $(show "$out" | head -c 3000)"
 
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
-check "every request to api.scrub.test reached the origin with the key (18 of them)" "18 0" \
+check "every request to api.scrub.test reached the origin with the key (19 of them)" "19 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -302,6 +302,13 @@ fi
 r=$(res ws-close-mid)
 check "ws-close-mid: after the origin's close, no frame of its unfinished message" \
 	"101 msg=hello; status pending;  ctl=8:\\x03\\xe8 closed ops=1+ 8" "$r"
+# A message that pauses after a short word ("pending", 7 bytes) in the
+# middle: the pause timer sends that word on as a fragment of its own
+# (frames 1+ 0+ 0); without the timer it would wait for the last fragment
+# (1+ 0).
+r=$(res ws-pause-mid)
+check "ws-pause-mid: a short word before a pause mid-message went on at the pause" \
+	"101 msg=status: pending done ctl= open ops=1+ 0+ 0" "$r"
 # A masked frame from the origin: the agent unmasks it (the mask is in
 # the frame), the scrubber could not have read it. The websocket ends
 # instead (RFC 6455 5.1: a client closes on a masked frame); the 101 that

@@ -359,6 +359,7 @@ attacks = {
     "ws-frag": lambda: ws_messages(b"?frag=1&end=long"),
     "ws-close": lambda: ws_messages(b"?close=1"),
     "ws-close-mid": lambda: ws_messages(b"?closemid=1"),
+    "ws-pause-mid": lambda: ws_messages(b"?pausemid=1"),
 }
 
 for name in sys.argv[1:]:

@@ -44,7 +44,9 @@
 #                     whose reason quotes the key (1008, as a server that
 #                     rejects it says why); ?closemid=1 sends the greeting's
 #                     first part as a fragment, ending in a long word, then
-#                     a close, the message never finished.
+#                     a close, the message never finished; ?pausemid=1
+#                     sends "status: pending" as a first fragment, waits
+#                     0.8 s, then the last fragment (" done").
 #                     Each frame is written by itself (one TLS record).
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
@@ -161,6 +163,13 @@ def serve(sock):
                     frame = ws_frame(data[:-4], rsv1=True)  # RFC 7692: drop 00 00 ff ff
                 else:
                     frame = ws_frame(msg, mask=os.urandom(4) if q.get("mask") == ["1"] else None)
+                if q.get("pausemid") == ["1"]:
+                    sock.sendall(head + b"\r\n")
+                    sock.sendall(ws_frame(b"status: pending", fin=False))
+                    time.sleep(0.8)
+                    sock.sendall(ws_frame(b" done", op=0x0))
+                    time.sleep(2)
+                    break
                 if q.get("closemid") == ["1"]:
                     sock.sendall(head + b"\r\n")
                     sock.sendall(ws_frame(b"hello; status pending; superlongword", fin=False))
