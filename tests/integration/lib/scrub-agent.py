@@ -40,6 +40,22 @@ def read_head(s, buf=b""):
     return head, rest
 
 
+def read_rest(s, body, want=None):
+    """body and what s sends after it, until want bytes in all (None: the
+    close), 5 s at most between reads; s is closed."""
+    s.settimeout(5)
+    try:
+        while want is None or len(body) < want:
+            d = s.recv(65536)
+            if not d:
+                break
+            body += d
+    except (OSError, ssl.SSLError):
+        pass
+    s.close()
+    return body
+
+
 def get(host, path, extra=b""):
     """One GET: (status line, headers, body). The body is Content-Length
     bytes when the answer says so, else what comes until the close."""
@@ -52,17 +68,7 @@ def get(host, path, extra=b""):
         n, _, v = l.decode("latin-1").partition(":")
         hdrs[n.strip().lower()] = v.strip()
     want = int(hdrs["content-length"]) if hdrs.get("content-length", "").isdigit() else None
-    s.settimeout(5)
-    try:
-        while want is None or len(body) < want:
-            d = s.recv(65536)
-            if not d:
-                break
-            body += d
-    except (OSError, ssl.SSLError):
-        pass
-    s.close()
-    return lines[0].decode("latin-1"), hdrs, body
+    return lines[0].decode("latin-1"), hdrs, read_rest(s, body, want)
 
 
 def esc(b):
@@ -209,16 +215,7 @@ def pause_cut():
         except (socket.timeout, ssl.SSLError, OSError):
             pass
         early = body
-        s.settimeout(5)
-        try:
-            for _ in range(1000):
-                d = s.recv(65536)
-                if not d:
-                    break
-                body += d
-        except (OSError, ssl.SSLError):
-            pass
-        s.close()
+        body = read_rest(s, body)
         out.append("cut %d %s early=%s all=%s" % (cut, st, esc(early[pad:]), esc(body[pad:])))
     return " | ".join(out)
 
