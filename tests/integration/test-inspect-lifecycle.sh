@@ -39,8 +39,11 @@ PY=/usr/bin/python3
 # not 256: the default one filled over the rounds below, growing VmRSS by
 # 20-odd MiB between round 1 and round 5 in two CI runs (238 -> 260 and
 # 247 -> 270 MB), which the memory check read as growth; with 32 MiB the
-# warm-up round fills it (88 MiB, flat).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}:quarantine_size_mb=32
+# warm-up round filled it, mostly (88 MiB, flat), but not on a loaded CI
+# run of 2026-12-04 (86.9 -> 106.3 MB, the rounds not touched by that
+# change; green twice on rerun). 8 MiB is less than the 16 MiB the check
+# allows, however the warm-up went.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}:quarantine_size_mb=8
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 X=203.0.113.3  # lc-origin.py (HTTPS :443, DNS :5353), in the internet namespace
