@@ -157,6 +157,7 @@ static void capture_head(struct conn *c)
 		 * tunnel (conn-tunnel.c says why). No SNI: decided by address,
 		 * then refused unless inspected (conn_capture_may_relay). */
 		c->tls_seen = true;
+		c->hello_len = h.consumed;
 		snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
 		if (h.sni[0])
 			conn_decide_and_go(c, h.sni, strlen(h.sni), NULL, 0);

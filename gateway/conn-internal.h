@@ -99,6 +99,9 @@ struct conn {
 	bool tunnel;		 /* bytes relayed opaque: CONNECT, or captured non-HTTP */
 	bool tls_seen;		 /* a ClientHello was checked */
 	bool tls_retried;	 /* the server asked for a second one (HelloRetryRequest) */
+	size_t hello_len;	 /* bytes of c->buf that are the checked hello's records */
+	char *tls_rest;		 /* the client's bytes after it, held until the server answers */
+	size_t tls_rest_len;
 	bool inspect;		 /* TLS is (to be) ended here: inspect.c */
 	struct insp *insp;	 /* inspect.c's state, once started */
 	struct conn_splice *splice; /* splice.c's, once an opaque tunnel is spliced */

@@ -44,10 +44,13 @@ static void relay_with_peeked(struct conn *c)
 
 static void peek_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void peek_refuse(struct conn *c, const char *reason);
+static void peek_check(struct conn *c);
 static const struct conn_handler tunnel_hello_handler;
 
-/* What the server sent first, to the client; then the relay, or (after a
- * HelloRetryRequest) the client's second hello, peeked as the first was. */
+/* What the server sent first, to the client; then what the client sent
+ * after its hello, held till now (hello_then_relay): upstream, and the
+ * relay, or (after a HelloRetryRequest) the start of what is peeked for
+ * the second hello, checked from the very byte the server reads next. */
 static void server_first_done(struct conn *c, bool retry)
 {
 	uv_read_stop(conn_upstream(c));
@@ -58,17 +61,21 @@ static void server_first_done(struct conn *c, bool retry)
 		conn_close(c);
 		return;
 	}
-	c->buf = NULL;
-	c->len = 0;
+	c->buf = c->tls_rest;
+	c->len = c->tls_rest_len;
+	c->tls_rest = NULL;
+	c->tls_rest_len = 0;
 	if (!retry) {
-		if (conn_splice_start(c) != 0)
-			conn_start_relay(c);
+		relay_with_peeked(c);
 		return;
 	}
 	c->tls_retried = true;
 	conn_set_state(c, ST_PEEK);
 	conn_arm_timer(c, c->gw->cfg.header_timeout_ms);
-	uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, peek_read);
+	if (c->len)
+		peek_check(c);
+	if (c->state == ST_PEEK)
+		uv_read_start((uv_stream_t *)&c->client, conn_alloc_cb, peek_read);
 }
 
 static void hello_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *buf)
@@ -101,16 +108,33 @@ static void hello_upstream_read(struct conn *c, ssize_t nread, const uv_buf_t *b
  * server's first record says what it is: a HelloRetryRequest makes the
  * client send a second ClientHello, in the clear as the first, whose
  * server name a front end takes anew (OpenSSL's servername callback runs
- * again), so it is held to the decided host too. Opaque rules (protocol:
- * tcp) and what was not TLS relay at once. */
+ * again), so it is held to the decided host too. Only the hello's own
+ * records go now: what the client sent behind them is held
+ * (c->tls_rest), so that the second hello is checked from where the
+ * server will read it. Were it sent on, the agent could begin a hello for
+ * another site behind the first, and finish it with bytes that read as a
+ * hello for the decided host from the start of the next peek (domain
+ * fronting: helper 60's hrr-split-hello). Opaque rules (protocol: tcp)
+ * and what was not TLS relay at once. */
 static void hello_then_relay(struct conn *c)
 {
+	size_t n = c->hello_len < c->len ? c->hello_len : c->len;
+
 	if (!c->tls_seen || (c->dec.rule && c->dec.rule->opaque)) {
 		relay_with_peeked(c);
 		return;
 	}
-	c->bytes_up += c->len;
-	if (c->len && conn_send_owned(c, false, c->buf, c->len, false) < 0) {
+	if (n < c->len) {
+		c->tls_rest = malloc(c->len - n);
+		if (!c->tls_rest) {
+			conn_close(c);
+			return;
+		}
+		memcpy(c->tls_rest, c->buf + n, c->len - n);
+		c->tls_rest_len = c->len - n;
+	}
+	c->bytes_up += n;
+	if (n && conn_send_owned(c, false, c->buf, n, false) < 0) {
 		c->buf = NULL;
 		conn_close(c);
 		return;
@@ -177,14 +201,12 @@ static void peek_check(struct conn *c)
 
 	if (c->tls_retried) {
 		/* The second hello, maybe behind a ChangeCipherSpec record
-		 * (RFC 8446 D.4); nothing else may come now. */
-		static const uint8_t ccs[6] = {0x14, 0x03, 0x03, 0x00, 0x01, 0x01};
-
-		if (c->len < sizeof(ccs) && !memcmp(c->buf, ccs, c->len))
-			return; /* read on */
-		if (c->len >= sizeof(ccs) && !memcmp(c->buf, ccs, sizeof(ccs)))
-			skip = sizeof(ccs);
-		r = sl_tls_parse_client_hello((const uint8_t *)c->buf + skip, c->len - skip, &h);
+		 * (RFC 8446 D.4) or the first flight's early data, which the
+		 * server skips as we do, record by record. */
+		r = sl_tls_skip_before_retry((const uint8_t *)c->buf, c->len, &skip);
+		if (r == 0)
+			r = sl_tls_parse_client_hello((const uint8_t *)c->buf + skip, c->len - skip,
+						      &h);
 		goto parsed;
 	}
 	switch (sl_first_flight(c->buf, c->len, &skip)) {
@@ -202,6 +224,7 @@ static void peek_check(struct conn *c)
 		peek_refuse(c, c->inspect ? "inspect-needs-tls" : "not-http");
 		return;
 	case SL_FLIGHT_TLS:
+		skip = 0; /* the hello begins at the first byte */
 		break;
 	}
 	r = sl_tls_parse_client_hello((const uint8_t *)c->buf, c->len, &h);
@@ -218,6 +241,7 @@ parsed:
 		return;
 	}
 	c->tls_seen = true;
+	c->hello_len = skip + h.consumed;
 	snprintf(c->sni, sizeof(c->sni), "%s", h.sni);
 	if (h.sni[0]) {
 		char norm[SL_HOST_BUF];

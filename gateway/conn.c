@@ -50,6 +50,7 @@ void conn_free(struct conn *c)
 	free(c->path);
 	free(c->rbuf);
 	free(c->pipelined);
+	free(c->tls_rest);
 	free(c->retry_head);
 	free(c);
 	sl_gw_maybe_free(gw);

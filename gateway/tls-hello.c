@@ -557,6 +557,30 @@ static const uint8_t hrr_random[32] = {
 };
 
 /* A record header, a handshake header, the version, the random: 43 bytes. */
+int sl_tls_skip_before_retry(const uint8_t *buf, size_t len, size_t *ret_skip)
+{
+	size_t off = 0;
+
+	for (;;) {
+		size_t rlen;
+
+		if (len - off < TLS_RECORD_HEADER) {
+			/* A record's start that could be one to skip. */
+			if (off < len && (buf[off] == 20 || buf[off] == 23))
+				return -EAGAIN;
+			break;
+		}
+		if (buf[off] != 20 && buf[off] != 23)
+			break;
+		rlen = (size_t)buf[off + 3] << 8 | buf[off + 4];
+		if (len - off - TLS_RECORD_HEADER < rlen)
+			return -EAGAIN;
+		off += TLS_RECORD_HEADER + rlen;
+	}
+	*ret_skip = off;
+	return 0;
+}
+
 int sl_tls_server_first(const uint8_t *p, size_t n)
 {
 	if (n < 6)

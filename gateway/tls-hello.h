@@ -104,6 +104,16 @@ int sl_tls_parse_client_hello_full(const uint8_t *buf, size_t len, struct sl_tls
 /* Whether the client's ALPN list (as kept) offers proto, e.g. "http/1.1". */
 bool sl_tls_hello_offers_alpn(const struct sl_tls_hello *hello, const char *proto);
 
+/* Before the second ClientHello (after a HelloRetryRequest), what a
+ * server reads past: whole ChangeCipherSpec records (RFC 8446 D.4) and
+ * whole application_data records (early data the first flight carried,
+ * which a server that asked for a retry skips, 4.2.10). 0 with *ret_skip
+ * the bytes of those records at the start of buf (the hello, or whatever
+ * else, begins there); -EAGAIN when buf ends inside one of them. Counted
+ * record by record, as the server does, so that the hello checked next
+ * is the one the server reads next. */
+int sl_tls_skip_before_retry(const uint8_t *buf, size_t len, size_t *ret_skip);
+
 /* The start of what a server sent back to a ClientHello: 1 when it is a
  * HelloRetryRequest (TLS 1.3: the client sends a second ClientHello),
  * 0 when it is anything else (a ServerHello, an alert, not TLS), -EAGAIN

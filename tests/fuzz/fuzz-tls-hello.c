@@ -11,7 +11,9 @@
  *   - the result depends on the consumed bytes only, and an error stays the
  *     same error whatever bytes follow;
  *   - the check of the server's first bytes (a HelloRetryRequest or not)
- *     decides within 43 bytes, and a decision never changes with more.
+ *     decides within 43 bytes, and a decision never changes with more;
+ *   - what is skipped before a retried hello is whole CCS and early-data
+ *     records, and never changes with more bytes.
  * The first input byte picks how the rest is fed: as raw bytes; as a
  * handshake body wrapped in one record; or wrapped and split into records of
  * a size the second byte picks. The wrapping spares the fuzzer from learning
@@ -176,11 +178,40 @@ static void check_server_first(const uint8_t *buf, size_t len)
 	}
 }
 
+/* What is skipped before a retried hello (sl_tls_skip_before_retry):
+ * whole CCS and application_data records only, ending at a record's
+ * start; a prefix that ends inside one is -EAGAIN, and once the skip is
+ * known, no longer input changes it. */
+static void check_skip(const uint8_t *buf, size_t len)
+{
+	size_t skip = (size_t)-1, off = 0, k, again;
+	int r = sl_tls_skip_before_retry(buf, len, &skip);
+
+	if (r == -EAGAIN)
+		return;
+	if (r != 0 || skip > len)
+		abort();
+	while (off < skip) {
+		if (skip - off < 5 || (buf[off] != 20 && buf[off] != 23))
+			abort();
+		off += 5 + ((size_t)buf[off + 3] << 8 | buf[off + 4]);
+	}
+	if (off != skip || (skip < len && len - skip >= 5 && (buf[skip] == 20 || buf[skip] == 23)))
+		abort();
+	for (k = skip; k <= len && k < skip + 8; k++) {
+		again = (size_t)-1;
+		r = sl_tls_skip_before_retry(buf, k, &again);
+		if (r == 0 && again != skip)
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t n;
 
 	check_server_first(data, size);
+	check_skip(data, size);
 	if (size == 0) {
 		check(data, 0);
 		return 0;

@@ -12,7 +12,10 @@
 # runs again with the new name. The agent names an allowed host first and
 # a denied one second. The evidence is the origin's own log of the server
 # names its callback saw (lib: a stock Python ssl server, sni_callback),
-# which must never hold a denied name.
+# which must never hold a denied name. Nor may the agent begin a second
+# hello behind the first, before the server has asked for one, and have
+# the gateway check only its tail (hello_then_relay holds what follows a
+# checked hello till the server answers).
 #
 # Usage: test-tls-retry.sh [PATH-TO-SLUICE]
 # Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
@@ -80,7 +83,7 @@ HRR = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A
 def ext(t, data):
     return struct.pack(">HH", t, len(data)) + data
 
-def hello(sni, share, sid):
+def hello(sni, share, sid, last=b""):
     name = sni.encode()
     sn = struct.pack(">BH", 0, len(name)) + name
     sig = bytes.fromhex("080404030805080604010503")
@@ -88,6 +91,8 @@ def hello(sni, share, sid):
     exts = ext(0, struct.pack(">H", len(sn)) + sn) + ext(10, b"\x00\x02\x00\x1d") \
         + ext(13, struct.pack(">H", len(sig)) + sig) + ext(43, b"\x02\x03\x04") \
         + ext(51, struct.pack(">H", len(ks)) + ks) + ext(45, b"\x01\x01")
+    if last:  # an extension no server knows, holding these bytes, at the very end
+        exts += ext(0x7777, last)
     body = b"\x03\x03" + os.urandom(32) + b"\x20" + sid + b"\x00\x02\x13\x01\x01\x00"
     body += struct.pack(">H", len(exts)) + exts
     hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
@@ -112,6 +117,49 @@ def retry(s, first, second):
         return "no retry"
     # (the change_cipher_spec a TLS 1.3 client may send, then hello 2)
     s.sendall(b"\x14\x03\x03\x00\x01\x01" + hello(second, True, sid))
+    for _ in range(4):
+        r = record(s)
+        if not r:
+            return "retry, then closed"
+        if r[0] == 0x16 and r[5] == 2:
+            return "retry, then server hello"
+    return "retry, then other"
+
+def split(s, first, second):
+    # Hello 2 (naming `second`) begun behind hello 1 in one write, cut
+    # where its last extension's data begins; that data, sent after the
+    # retry request, is on its own a whole hello naming `first`. A
+    # gateway that sent hello 1's trailing bytes on and peeked afresh
+    # for the second hello would pass that tail as a hello for `first`,
+    # while the server read hello 2, and took its name.
+    sid = os.urandom(32)
+    tail = hello(first, True, sid)
+    whole = hello(second, True, sid, tail)
+    s.sendall(hello(first, False, sid) + whole[:-len(tail)])
+    r = record(s)
+    if not r:
+        return "closed"
+    if r[0] != 0x16 or r[5] != 2 or r[11:43] != HRR:
+        return "no retry"
+    s.sendall(tail)
+    for _ in range(4):
+        r = record(s)
+        if not r:
+            return "retry, then closed"
+        if r[0] == 0x16 and r[5] == 2:
+            return "retry, then server hello"
+    return "retry, then other"
+
+def pipelined(s, first, second):
+    # Hello 2 whole behind hello 1, before any retry was asked for: the
+    # server must not read it while the gateway has checked only hello 1.
+    sid = os.urandom(32)
+    s.sendall(hello(first, False, sid) + b"\x14\x03\x03\x00\x01\x01" + hello(second, True, sid))
+    r = record(s)
+    if not r:
+        return "closed"
+    if r[0] != 0x16 or r[5] != 2 or r[11:43] != HRR:
+        return "no retry"
     for _ in range(4):
         r = record(s)
         if not r:
@@ -146,6 +194,9 @@ run("tunnel-plain-denied", lambda: retry(tunnel("allowed.test:8443"), "denied.te
 run("tunnel-retry-same", lambda: retry(tunnel("allowed.test:8443"), "allowed.test", "allowed.test"))
 run("tunnel-retry-other", lambda: retry(tunnel("allowed.test:8443"), "allowed.test", "t.denied.test"))
 run("capture-retry-other", lambda: retry(direct("allowed.test", 8443), "allowed.test", "c.denied.test"))
+run("tunnel-split", lambda: split(tunnel("allowed.test:8443"), "allowed.test", "s.denied.test"))
+run("capture-split", lambda: split(direct("allowed.test", 8443), "allowed.test", "d.denied.test"))
+run("tunnel-pipelined", lambda: pipelined(tunnel("allowed.test:8443"), "allowed.test", "p.denied.test"))
 PY
 
 out=$(world_host "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
@@ -165,6 +216,18 @@ check "... the front end never read t.denied.test" 0 "$(seen t.denied.test)"
 check "captured, a retried hello naming c.denied.test: not answered" \
 	"retry, then closed" "$(line capture-retry-other)"
 check "... the front end never read c.denied.test" 0 "$(seen c.denied.test)"
+# Hello 2 begun behind hello 1: what follows a checked hello is held till
+# the server answers, and the second hello is checked from where the
+# server reads it.
+check "CONNECT allowed.test, hello 2 (s.denied.test) begun behind hello 1, ended by a hello naming allowed.test: not answered" \
+	"retry, then closed" "$(line tunnel-split)"
+check "... the front end never read s.denied.test" 0 "$(seen s.denied.test)"
+check "captured, the same with d.denied.test: not answered" "retry, then closed" "$(line capture-split)"
+check "... the front end never read d.denied.test" 0 "$(seen d.denied.test)"
+check "CONNECT allowed.test, hello 2 (p.denied.test) whole behind hello 1: the front end never read it" \
+	0 "$(seen p.denied.test)"
+check "... and the retry it asked for is answered: closed when hello 2 is checked" "retry, then closed" \
+	"$(line tunnel-pipelined)"
 check "the canary saw no packet" 0 "$(world_canary_count)"
 
 finish

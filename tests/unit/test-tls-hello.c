@@ -906,6 +906,37 @@ static void test_want(void **state)
 	free(b);
 }
 
+/* Before a retried hello: whole CCS and early-data records are skipped,
+ * one cut short waits for its end, and anything else begins the hello. */
+static void test_skip_before_retry(void **state)
+{
+	static const uint8_t ccs[] = {20, 3, 3, 0, 1, 1};
+	static const uint8_t early[] = {23, 3, 3, 0, 3, 'a', 'b', 'c'};
+	static const uint8_t hs[] = {22, 3, 1, 0, 40};
+	uint8_t b[64];
+	size_t skip, n = 0;
+
+	(void)state;
+	assert_int_equal(sl_tls_skip_before_retry(hs, sizeof(hs), &skip), 0);
+	assert_int_equal(skip, 0);
+	assert_int_equal(sl_tls_skip_before_retry(NULL, 0, &skip), 0);
+	assert_int_equal(skip, 0);
+	memcpy(b, ccs, sizeof(ccs));
+	n += sizeof(ccs);
+	memcpy(b + n, early, sizeof(early));
+	n += sizeof(early);
+	memcpy(b + n, hs, sizeof(hs));
+	assert_int_equal(sl_tls_skip_before_retry(b, n + sizeof(hs), &skip), 0);
+	assert_int_equal(skip, n);
+	/* Cut inside either record, or inside the CCS's header: more. */
+	for (size_t k = 1; k < n; k++)
+		if (k != sizeof(ccs))
+			assert_int_equal(sl_tls_skip_before_retry(b, k, &skip), -EAGAIN);
+	/* A handshake record cut short is the hello's to wait for. */
+	assert_int_equal(sl_tls_skip_before_retry(b, n + 2, &skip), 0);
+	assert_int_equal(skip, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -930,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_bad_records),
 		cmocka_unit_test(test_bad_body),
 		cmocka_unit_test(test_want),
+		cmocka_unit_test(test_skip_before_retry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
