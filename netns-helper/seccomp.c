@@ -154,12 +154,16 @@ static int add_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	r = deny_socket_families(ctx, err, errlen);
 	if (r < 0)
 		return r;
-	/* The request is an int: compare its low 32 bits only. */
+	/* The kernel reads the request as an unsigned int, so only its low
+	 * 32 bits may be compared, whatever the high ones hold: a masked
+	 * compare. (SCMP_A1_32's EQ, with libseccomp 2.5, also wants the
+	 * high word 0: ioctl(fd, 1ULL << 32 | TIOCSTI) passed it and typed
+	 * into the sandbox's terminal, helper 62.) */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-			     SCMP_A1_32(SCMP_CMP_EQ, TIOCSTI));
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCSTI));
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-				     SCMP_A1_32(SCMP_CMP_EQ, TIOCLINUX));
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX));
 	if (r < 0)
 		return sl_err(err, errlen, r, "seccomp: denying TIOCSTI and TIOCLINUX: %s",
 			      strerror(-r));

@@ -445,6 +445,22 @@ if [ -n "$op" ] && [ -n "$cmdt" ] && ! grep -qw "$op" <<<"${cmdt#command-ttys }"
 else
 	notok "the command's terminal: '$cmdt', the operator's '$op'"
 fi
+# The same into the command's own pty, which the filter refuses too (a
+# dependency's script would type into an agent's prompt as its operator),
+# with the request's high 32 bits set: the kernel reads only the low 32.
+hibits='import ctypes, os, select, termios
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+for req in (termios.TIOCSTI, 1 << 32 | termios.TIOCSTI, 0xffffffff << 32 | termios.TIOCSTI):
+    for c in b"echo PWNED\n":
+        b = ctypes.c_char(c)
+        n += libc.ioctl(0, ctypes.c_ulong(req), ctypes.byref(b)) == 0
+r, _, _ = select.select([0], [], [], 0.5)
+print("own-pty-typed", n, repr(os.read(0, 100) if r else b""))'
+out=$("$PY" "$T/term.py" plain ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
+	"$SLUICE" run -- "$PY" -c "$hibits" 2>&1)
+check_has "TIOCSTI into the command's own pty, also with the request's high bits set: nothing typed" \
+	"own-pty-typed 0 b''" "$out"
 out=$("$PY" "$T/term.py" plain ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
 	"$SLUICE" run -- sh -c 'stty size; tty' 2>&1)
 check_has "the window size reaches the command's pty" "41 101" "$out"
