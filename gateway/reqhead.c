@@ -125,6 +125,18 @@ bool sl_reqhead_has_method_override(const struct sl_http_request *r)
 	return query_has_method(&r->target);
 }
 
+const struct sl_http_header *sl_reqhead_path_override(const struct sl_http_request *r)
+{
+	static const char *const names[] = {"x-original-url", "x-rewrite-url"};
+	size_t i, j;
+
+	for (i = 0; i < r->n_headers; i++)
+		for (j = 0; j < ELEMENTSOF(names); j++)
+			if (sl_reqhead_name_is(&r->headers[i].name, names[j]))
+				return &r->headers[i];
+	return NULL;
+}
+
 const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_http_request *r,
 							      const char *inject_header)
 {
@@ -233,6 +245,15 @@ const char *sl_reqhead_refusal(const struct sl_http_request *r, const struct sl_
 			 "X-Method-Override, or a _method query parameter) is refused where a rule "
 			 "for this host names methods");
 		return "method-override";
+	}
+	if (d->path_checked && (u = sl_reqhead_path_override(r))) {
+		/* The same for the path: the origin would run the one the
+		 * header names, which no rule was asked about. */
+		snprintf(msg, msglen,
+			 "header '%.*s': a path-override header (X-Original-URL, X-Rewrite-URL) is "
+			 "refused where a rule for this host compares paths",
+			 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
+		return "path-override";
 	}
 	if (!d->host_injects)
 		return NULL;

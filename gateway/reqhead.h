@@ -38,6 +38,12 @@ bool sl_reqhead_is_credential(const struct sl_http_span *name, const char *injec
  * ignored, and a leading '.', ' ' or '[' read as '_', as PHP does)? */
 bool sl_reqhead_has_method_override(const struct sl_http_request *r);
 
+/* The first header (case and '_' folded) that frameworks read as the
+ * request's path in place of the request line's: X-Original-URL or
+ * X-Rewrite-URL (IIS's rewrite module sets them, and Zend Framework 1 and
+ * older Symfony and Laminas route by them), or NULL. */
+const struct sl_http_header *sl_reqhead_path_override(const struct sl_http_request *r);
+
 /*
  * On a host whose rule injects: the first credential header spelled with
  * '_' (which some servers fold to '-', and others drop: no answer of ours

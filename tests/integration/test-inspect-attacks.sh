@@ -134,6 +134,15 @@ def serve(sock):
                     out = resp("200 OK", gzip.compress(echo), [("Content-Encoding", "gzip")])
                 else:
                     out = resp("200 OK", echo)
+            elif p == "/echo-gzip-cgi":
+                # As a CGI, WSGI or Rack server reads headers: '_' is '-',
+                # and every spelling's values joined (wsgiref's environ).
+                ae = ",".join(v for n, v in hdrs if n.lower().replace("_", "-") == "accept-encoding")
+                log("cgi-ae=%s" % ae)
+                if "gzip" in ae.lower():
+                    out = resp("200 OK", gzip.compress(echo), [("Content-Encoding", "gzip")])
+                else:
+                    out = resp("200 OK", echo)
             elif p == "/echo-close":
                 out, close = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nend:" + echo, True
             elif p == "/echo-clte":
@@ -749,6 +758,13 @@ def r_gzip():
 
 
 @attack
+def r_gzip_underscore():
+    sts, bodies, raw = atk("/echo-gzip-cgi", extra=b"Accept_Encoding: gzip\r\n")
+    gz = b"content-encoding: gzip" in raw.lower()
+    return " ".join(sts) + (" gzip" if gz else " identity"), raw
+
+
+@attack
 def r_close():
     sts, bodies, raw = atk("/echo-close")
     return " ".join(sts), raw
@@ -992,7 +1008,7 @@ attacks=(smuggle-cl-conn smuggle-key-to-vhost smuggle-te-conn smuggle-host-conn
 	absform-https absform-other host-port host-idn host-two host-none host-userinfo
 	host-other-xfh sni-other connect-plaintext nosni-inspected nosni-inspected-capture
 	inject-games inject-fold
-	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-close
+	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-gzip-underscore r-close
 	r-clte r-split r-bighead
 	port80-connect port80-capture plain443-capture plain443-proxy
 	pool-burst pool-open health)
@@ -1090,6 +1106,9 @@ check "Accept-Encoding: gzip (twice, any case, named in Connection) and TE: gzip
 	"200 identity" "$(res r-gzip)"
 check "... the origin was asked for identity only" "ae=identity" \
 	"$(grep '^GET /echo-gzip ' "$T/atk.log" | grep -o 'ae=.*')"
+check "Accept_Encoding: gzip, to an origin that reads '_' as '-': the response is not compressed" \
+	"200 identity" "$(res r-gzip-underscore)"
+check "... that origin was asked for identity only" "cgi-ae=identity" "$(grep '^cgi-ae=' "$T/atk.log")"
 check "the key at the very end of a close-delimited body" "200" "$(res r-close)"
 check "a response with both Content-Length and Transfer-Encoding: 502" "502" "$(res r-clte)"
 check "the key split across two TLS records, a moment apart" "200" "$(res r-split)"
@@ -1172,6 +1191,18 @@ out=$(run curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'X-HTTP-Method-Overrid
 	https://plain.test/echo-headers?override 2>&1)
 check "X-HTTP-Method-Override where the rule names methods: 400" "400" "$out"
 check "... and the origin never saw it" "0" "$(origin_count '/echo-headers?override')"
+
+# Where a rule compares paths, a header that some frameworks route by in
+# place of the request line's path (Zend Framework 1, older Symfony) is
+# refused: the origin would run a path no rule was asked about, with the key.
+for h in 'X-Original-URL: /v1/files' 'x_rewrite_url: /v1/files'; do
+	out=$(run curl -s -m 10 -w '%{http_code}' -X POST -d '{}' -H "$h" \
+		'https://api.anthropic.com/v1/messages?path-override' 2>&1)
+	check "${h%%:*} where the rule compares paths: 400 from sluice, saying why" \
+		"400 path-override" "${out: -3} $(grep -o 'path-override' <<<"$out" | head -n 1)"
+done
+check "... and the origin never saw either" "0" "$(origin_count '/v1/messages?path-override')"
+check "... audited as path-override" "2" "$(grep -c '"reason":"path-override"' "$T/audit.log")"
 
 # Some origins read no body after a GET: its bytes would be a request
 # nobody decided, on an upstream connection kept for the next one.

@@ -198,7 +198,7 @@ static void test_refusal(void **state)
 	struct sl_policy p = {.rules = rules, .n_rules = 1};
 	struct sl_inject inj = {.header = "x-api-key", .prefix = "", .require_placeholder = true};
 	struct sl_decision none = {0}, methods = {.methods_named = true},
-			   injects = {.host_injects = true};
+			   injects = {.host_injects = true}, paths = {.path_checked = true};
 	int st;
 
 	rules[0].inject.header = "x-api-key";
@@ -221,6 +221,18 @@ static void test_refusal(void **state)
 				    &methods, &p, NULL, &st),
 			    "method-override");
 	assert_int_equal(st, 400);
+	/* A path override only where a rule compared the path. */
+	assert_null(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nX-Original-URL: /admin\r\n\r\n",
+			    &methods, &p, NULL, &st));
+	assert_string_equal(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nX-Original-URL: /admin\r\n\r\n",
+				    &paths, &p, NULL, &st),
+			    "path-override");
+	assert_int_equal(st, 400);
+	assert_string_equal(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nx_rewrite_url: /admin\r\n\r\n",
+				    &paths, &p, NULL, &st),
+			    "path-override");
+	assert_null(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nX-Original-URLs: /admin\r\n\r\n",
+			    &paths, &p, NULL, &st));
 	/* '_' credentials and the placeholder only where a rule injects. */
 	assert_null(refusal("GET / HTTP/1.1\r\nHost: a\r\nX_Api_Key: own\r\n\r\n", &none, &p,
 			    &inj, &st));
