@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,19 @@ static void print_line(FILE *f, const char *s)
 	for (; *s; s++)
 		fputc(sl_ctl_printable(s, 1) ? *s : '?', f);
 	fputc('\n', f);
+}
+
+/* A line of ours that holds what a server sent (an error, a name, a
+ * policy): formatted, then printed as print_line does, cut at 4 KiB. */
+static _printf_(2, 3) void say(FILE *f, const char *fmt, ...)
+{
+	char line[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	print_line(f, line);
 }
 
 static int64_t now_ms(void)
@@ -342,8 +356,8 @@ static int gather(const char *cmd, struct target **ret)
 					"left out\n",
 				cmd, t[i].path, t[i].pid, t[i].gateway_pid);
 		else
-			fprintf(stderr, "sluice %s: %s: %s\n", cmd, t[i].path,
-				a.ok ? "an answer that makes no sense" : a.last);
+			say(stderr, "sluice %s: %s: %s", cmd, t[i].path,
+			    a.ok ? "an answer that makes no sense" : a.last);
 		answer_free(&a);
 	}
 	*ret = t;
@@ -367,16 +381,15 @@ static int cmd_ps(void)
 {
 	_cleanup_free_ struct target *t = NULL;
 	int n = gather("ps", &t);
-	char up[32], line[1400];
+	char up[32];
 
 	if (n < 0)
 		return SL_EXIT_FAILURE;
 	printf("NAME PID POLICY UPTIME ALLOWED DENIED PENDING\n");
 	for (int i = 0; i < n; i++) {
 		uptime(t[i].started, up, sizeof(up));
-		snprintf(line, sizeof(line), "%s %ld %s %s %llu %llu %u", t[i].name, t[i].pid,
-			 t[i].policy, up, t[i].allowed, t[i].denied, t[i].pending);
-		print_line(stdout, line);
+		say(stdout, "%s %ld %s %s %llu %llu %u", t[i].name, t[i].pid, t[i].policy, up,
+		    t[i].allowed, t[i].denied, t[i].pending);
 	}
 	return SL_EXIT_OK;
 }
@@ -407,7 +420,7 @@ static const struct target *pick(const char *cmd, const struct target *t, int n,
 		cmd, what, matches);
 	for (int i = 0; i < n; i++)
 		if (!strcmp(t[i].name, what))
-			fprintf(stderr, "  pid %ld  policy %s\n", t[i].pid, t[i].policy);
+			say(stderr, "  pid %ld  policy %s", t[i].pid, t[i].policy);
 	return NULL;
 }
 
@@ -432,11 +445,9 @@ static int cmd_reload(const char *what)
 	while ((line = next_data(&a, &cur)))
 		print_line(stderr, line);
 	if (a.ok)
-		printf("%s (pid %ld): reloaded\n", one->name, one->pid);
-	else {
-		fputs("sluice reload: ", stderr);
-		print_line(stderr, a.last);
-	}
+		say(stdout, "%s (pid %ld): reloaded", one->name, one->pid);
+	else
+		say(stderr, "sluice reload: %s", a.last);
 	r = a.ok ? SL_EXIT_OK : SL_EXIT_INVALID;
 	answer_free(&a);
 	return r;
@@ -514,8 +525,8 @@ static int cmd_answer(const char *verb, const char *id)
 		bool ok = a.ok;
 
 		if (ok)
-			printf("%s: %s (%s, pid %ld)\n", id, a.last, t[holder].name,
-			       t[holder].pid);
+			say(stdout, "%s: %s (%s, pid %ld)", id, a.last, t[holder].name,
+			    t[holder].pid);
 		answer_free(&a);
 		if (ok)
 			return SL_EXIT_OK;
