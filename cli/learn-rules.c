@@ -338,6 +338,7 @@ static int target_rule(const struct sl_learn_target *t, struct sl_learn_rule *r)
 {
 	memset(r, 0, sizeof(*r));
 	snprintf(r->host, sizeof(r->host), "%s", t->host);
+	r->address = t->kind != SL_HOST_NAME;
 	r->special = special_range(t);
 	r->private_addr = r->special != NULL;
 	r->ports = malloc(sizeof(*r->ports));
@@ -375,7 +376,9 @@ static const char *parent_of(const struct sl_learn_rule *r)
 {
 	const char *dot = strchr(r->host, '.');
 
-	return r->wildcard || r->private_addr || !dot ? NULL : dot + 1;
+	/* An address's "parent" is no zone: 10.1.2.3 and 77.1.2.3 are not
+	 * under *.1.2.3 (a rule the loader refuses; the fuzzer found it). */
+	return r->wildcard || r->private_addr || r->address || !dot ? NULL : dot + 1;
 }
 
 /* Rules [i..] with r's parent, body and ports: at least
@@ -386,7 +389,14 @@ static int maybe_wildcard(struct sl_learn_rule *v, size_t n, size_t i)
 	size_t j, k = 0, count = 0;
 	char **names;
 
+	char norm[SL_HOST_BUF];
+	enum sl_host_kind kind;
+
 	if (!parent || !sl_learn_suffix_safe(parent))
+		return 0;
+	/* Only a suffix the loader takes for a wildcard: a name ("a.1.2.3"
+	 * and "b.1.2.3" share "1.2.3", which reads as an address). */
+	if (sl_host_normalize(parent, strlen(parent), norm, &kind, NULL) < 0 || kind != SL_HOST_NAME)
 		return 0;
 	for (j = i; j < n; j++)
 		if (v[j].n_ports && parent_of(&v[j]) && !strcmp(parent_of(&v[j]), parent) &&

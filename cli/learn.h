@@ -106,6 +106,7 @@ bool sl_learn_allows(const struct sl_learn *l, const struct sl_policy *p, char *
 /* A rule to print: the targets it stands for, and its body. */
 struct sl_learn_rule {
 	char host[SL_HOST_BUF]; /* for a wildcard, the suffix */
+	bool address; /* an IP literal: never under a wildcard */
 	bool wildcard;
 	bool private_addr; /* an IP literal in a special range: say so */
 	const char *special; /* which range, for the comment */

@@ -278,6 +278,28 @@ static void test_wildcards_and_private(void **state)
 	free(out);
 }
 
+/* Addresses share no zone: 20.1.2.3, 77.1.2.3 and 11.1.2.3 are three
+ * rules, never "*.1.2.3" (which the loader refuses: the fuzzer found
+ * learn printing it); nor names whose parent reads as an address. */
+static void test_no_wildcard_over_addresses(void **state)
+{
+	struct sl_policy *p = NULL;
+	char *out;
+
+	(void)state;
+	out = LEARN("{\"event\":\"connect\",\"host\":\"20.1.2.3\",\"port\":8080,\"decision\":\"observe-deny\"}",
+		    "{\"event\":\"connect\",\"host\":\"77.1.2.3\",\"port\":8080,\"decision\":\"observe-deny\"}",
+		    "{\"event\":\"connect\",\"host\":\"11.1.2.3\",\"port\":8080,\"decision\":\"observe-deny\"}",
+		    "{\"event\":\"connect\",\"host\":\"a.9.8.7\",\"port\":443,\"decision\":\"observe-deny\"}",
+		    "{\"event\":\"connect\",\"host\":\"b.9.8.7\",\"port\":443,\"decision\":\"observe-deny\"}",
+		    "{\"event\":\"connect\",\"host\":\"c.9.8.7\",\"port\":443,\"decision\":\"observe-deny\"}");
+	assert_null(strstr(out, "*."));
+	assert_non_null(strstr(out, "  - host: \"77.1.2.3\"\n"));
+	assert_int_equal(sl_policy_load_buffer("out.yaml", out, strlen(out), &p, NULL), 0);
+	sl_policy_free(p);
+	free(out);
+}
+
 /* The same records in another order: the same policy. */
 static void test_deterministic(void **state)
 {
@@ -328,7 +350,8 @@ int main(void)
 	    cmocka_unit_test(test_segment_is_id), cmocka_unit_test(test_collapse),
 	    cmocka_unit_test(test_suffix_safe),	  cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_quote),	  cmocka_unit_test(test_hostile_log),
-	    cmocka_unit_test(test_wildcards_and_private), cmocka_unit_test(test_deterministic),
+	    cmocka_unit_test(test_wildcards_and_private), cmocka_unit_test(test_no_wildcard_over_addresses),
+	    cmocka_unit_test(test_deterministic),
 	    cmocka_unit_test(test_base), cmocka_unit_test(test_param_path),
 	};
 
