@@ -46,17 +46,23 @@ static int on_payload(void *userdata, const void *p, size_t len, int end)
 	return 0;
 }
 
-static int feed_in(const uint8_t *p, size_t n, size_t step, struct trace *t)
+static int feed_dir(const uint8_t *p, size_t n, size_t step, struct trace *t, int client)
 {
 	struct sl_ws_frames w;
 	size_t at;
 	int r = 0;
 
-	memset(&w, 0, sizeof(w));
+	sl_ws_frames_init(&w, client);
 	memset(t, 0, sizeof(*t));
 	for (at = 0; at < n && r == 0; at += step)
-		r = sl_ws_frames_feed(&w, p + at, n - at < step ? n - at : step, on_head, on_payload, t);
+		r = sl_ws_frames_feed(&w, p + at, n - at < step ? n - at : step, on_head,
+				      on_payload, t);
 	return r;
+}
+
+static int feed_in(const uint8_t *p, size_t n, size_t step, struct trace *t)
+{
+	return feed_dir(p, n, step, t, 0);
 }
 
 /* Frames of every length encoding, whole and a byte at a time. */
@@ -153,6 +159,100 @@ static void test_refused(void **state)
 	assert_string_equal(t.s, "");
 }
 
+/* From the client, every frame is masked (RFC 6455 5.1): its key comes
+ * after the length, and the payload is passed on as it came (masked). */
+static uint8_t mask_seen[4];
+
+static int on_head_mask(void *userdata, const struct sl_ws_head *h)
+{
+	memcpy(mask_seen, h->mask, 4);
+	return on_head(userdata, h);
+}
+
+static void test_client(void **state)
+{
+	/* clang-format off */
+	static const uint8_t in[] = {
+	    0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2, /* "hi", masked */
+	    0x89, 0x80, 9, 9, 9, 9, /* an empty ping */
+	    0x02, 0xfe, 0, 200, 5, 6, 7, 8, [221] = 0, /* 200 bytes, 16-bit */
+	    0x80, 0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0xa, 0xb, 0xc, 0xd, 'z', /* 64-bit */
+	};
+	/* clang-format on */
+	struct sl_ws_frames w;
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(feed_dir(in, sizeof(in), sizeof(in), &t, 1), 0);
+	assert_string_equal(t.s, "H2F P2 E H0FO9 E H200O2 P200 E H1FO0 P1 E ");
+	assert_int_equal(feed_dir(in, sizeof(in), 1, &t, 1), 0);
+	assert_int_equal(t.payload, 2 + 200 + 1);
+	assert_int_equal(feed_dir(in, sizeof(in), 5, &t, 1), 0);
+	assert_int_equal(t.payload, 2 + 200 + 1);
+
+	sl_ws_frames_init(&w, 1);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(sl_ws_frames_feed(&w, in, 8, on_head_mask, on_payload, &t), 0);
+	assert_memory_equal(mask_seen, "\x01\x02\x03\x04", 4);
+	/* The payload as it came: nothing is unmasked. */
+	assert_string_equal(t.s, "H2F P2 E ");
+}
+
+/* From the client: an unmasked frame is refused, and so is all the origin
+ * direction refuses; a refused byte is refused as it comes, so that a
+ * relay that passes on what the cutter took passes on nothing of it: plain
+ * HTTP after an upgrade ("GET ...": 'G' has RSV bits) at its first byte. */
+static void test_client_refused(void **state)
+{
+	static const struct {
+		const char *what;
+		uint8_t in[12];
+		size_t len, at; /* refused at its byte at (from 1) */
+	} bad[] = {
+	    {"unmasked", {0x81, 0x01, 'k'}, 3, 2},
+	    {"unmasked control", {0x89, 0x00}, 2, 2},
+	    {"plain HTTP", {'G', 'E', 'T', ' ', '/'}, 5, 1},
+	    {"RSV1", {0xc1, 0x81, 1, 2, 3, 4, 'k'}, 7, 1},
+	    {"reserved opcode", {0x83, 0x81, 1, 2, 3, 4, 'k'}, 7, 1},
+	    {"fragmented control", {0x09, 0x80, 1, 2, 3, 4}, 6, 1},
+	    {"continuation with no message", {0x80, 0x80, 1, 2, 3, 4}, 6, 1},
+	    {"control frame over 125 bytes", {0x88, 0xfe, 0, 126}, 4, 2},
+	    {"64-bit top bit", {0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 1}, 10, 3},
+	};
+	struct sl_ws_frames w;
+	struct trace t;
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(feed_dir(bad[i].in, bad[i].len, bad[i].len, &t, 1), -EPROTO);
+		assert_string_equal(t.s, "");
+		sl_ws_frames_init(&w, 1);
+		for (k = 0; k + 1 < bad[i].at; k++)
+			assert_int_equal(
+			    sl_ws_frames_feed(&w, bad[i].in + k, 1, on_head, on_payload, &t), 0);
+		assert_int_equal(sl_ws_frames_feed(&w, bad[i].in + k, 1, on_head, on_payload, &t),
+				 -EPROTO);
+	}
+}
+
+/* RFC 6455 4.2.2's own example, and what a Sec-WebSocket-Key must look
+ * like (4.1: 16 bytes, base64). */
+static void test_accept(void **state)
+{
+	char out[SL_WS_ACCEPT_LEN + 1];
+	static const char key[] = "dGhlIHNhbXBsZSBub25jZQ==";
+
+	(void)state;
+	assert_int_equal(sl_ws_accept(key, strlen(key), out), 0);
+	assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+	assert_int_equal(sl_ws_accept("dGhlIHNhbXBsZSBub25jZQ=", 23, out), -EINVAL);
+	assert_int_equal(sl_ws_accept("dGhlIHNhbXBsZSBub25jZQ==x", 25, out), -EINVAL);
+	assert_int_equal(sl_ws_accept("dGhlIHNhbXBsZSBub25jZ===", 24, out), -EINVAL);
+	assert_int_equal(sl_ws_accept("dGhlIHNhbXBsZSBub2 jZQ==", 24, out), -EINVAL);
+	assert_int_equal(sl_ws_accept("", 0, out), -EINVAL);
+}
+
 static int fail_head(void *userdata, const struct sl_ws_head *h)
 {
 	(void)userdata;
@@ -181,6 +281,9 @@ int main(void)
 	    cmocka_unit_test(test_lengths),
 	    cmocka_unit_test(test_fragments),
 	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_client),
+	    cmocka_unit_test(test_client_refused),
+	    cmocka_unit_test(test_accept),
 	    cmocka_unit_test(test_callback_error),
 	};
 
