@@ -26,6 +26,13 @@
 #                deflate offered: the key is not in the greeting, however
 #                it came (compressed or not).
 #   ws-plain     the control: no extension offered, the key redacted.
+#   ws-smuggle*  plain HTTP behind an allowed upgrade, for an origin that
+#                answers 101 and reads on as HTTP: in the upgrade's record,
+#                before the 101, after it; never reaches the origin.
+#   ws-unmasked  an unmasked frame from the agent ends the websocket; a
+#                masked one before it went up as it came.
+#   ws-nokey     an upgrade with no Sec-WebSocket-Key: refused.
+#   ws-accept-*  a 101 whose Sec-WebSocket-Accept is wrong, or missing: 502.
 #
 # The origin's log proves each request got its key (key=yes, trim=yes), so
 # that no check passes because nothing was injected. No check prints a key
@@ -127,7 +134,8 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ---- the agent, in one `sluice run` ----
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
-attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close ws-close-mid ws-pause-mid)
+attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close ws-close-mid ws-pause-mid
+	ws-smuggle ws-smuggle-late ws-smuggle-after ws-unmasked ws-nokey ws-accept-bad ws-accept-none)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -135,12 +143,13 @@ out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.ya
 rc=$?
 echo "# sluice run: exit $rc after $((SECONDS - t0)) s"
 sed -n 's/^\(.*\) took: \(.*\)$/# \1 took \2/p' <<<"$out"
-check "the agent ran to its end inside sluice run" "0 15" "$rc $(grep -c ' took: ' <<<"$out")"
+check "the agent ran to its end inside sluice run" "0 ${#attacks[@]}" "$rc $(grep -c ' took: ' <<<"$out")"
 [ "$rc" = 0 ] || echo "# its output: $(show "$out" | head -c 3000)"
 
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
-check "every request to api.scrub.test reached the origin with the key (19 of them)" "19 0" \
+# ws-smuggle's and ws-nokey's upgrades are refused before they go.
+check "every request to api.scrub.test reached the origin with the key (24 of them)" "24 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -320,6 +329,31 @@ else
 	notok "ws-masked: want the websocket ended before any frame, no key: $(show "${r:0:200}")"
 fi
 
+# ---- 5. the client's side of a websocket ----
+# Plain HTTP behind an allowed upgrade, to an origin that answers 101 and
+# reads on as HTTP (a front that tunnels to an HTTP backend): a request
+# nobody decided, were it passed on. In the upgrade's own record, or before
+# the 101, the upgrade is refused (a client sends nothing before the 101,
+# RFC 6455 4.1); after the 101 it is no frame ('G' has reserved bits) and
+# ends the websocket.
+check "ws-smuggle: HTTP in the upgrade's record: the upgrade is refused" "400 closed" "$(res ws-smuggle)"
+check "ws-smuggle-late: HTTP before the 101: refused" "400 closed" "$(res ws-smuggle-late)"
+check "ws-smuggle-after: HTTP after the 101: the websocket ends" "101 closed" "$(res ws-smuggle-after)"
+check "no request behind an upgrade reached the origin (its log of request lines)" "0" \
+	"$(grep -c '^GET /admin/keys' "$T/scrub.log")"
+check "ws-smuggle's upgrade never reached the origin" "0" "$(grep -c '^GET /ws?then=http ' "$T/scrub.log")"
+# Every frame from a client is masked (RFC 6455 5.1); the masked one before
+# went up as it came.
+check "ws-unmasked: an unmasked frame from the agent ends the websocket" "101 closed" "$(res ws-unmasked)"
+check "ws-unmasked: the origin got the masked frame, as sent, and not the unmasked one" "1 0" \
+	"$(grep -c '^WS /ws?echo=1 frame op=1 masked=yes data=hello-up$' "$T/scrub.log") $(grep -c '^WS /ws?echo=1 frame .*masked=no' "$T/scrub.log")"
+check "ws-nokey: an upgrade with no Sec-WebSocket-Key is refused, and never went" "400 closed 0" \
+	"$(res ws-nokey) $(grep -c '^GET /ws?then=http&nokey=1 ' "$T/scrub.log")"
+# A 101 that does not answer the key (RFC 6455 4.2.2) is not the origin's
+# websocket: a front that never switched protocols, or something else.
+check "ws-accept-bad: a 101 with the wrong Sec-WebSocket-Accept gets a 502" "502 closed" "$(res ws-accept-bad)"
+check "ws-accept-none: a 101 with no Sec-WebSocket-Accept gets a 502" "502 closed" "$(res ws-accept-none)"
+
 # ---- what sluice wrote ----
 audit=$(cat "$T/audit.log" 2>/dev/null)
 if [ -z "$audit" ] || leaks "$audit"; then
@@ -329,5 +363,9 @@ else
 fi
 check "the masked frame's websocket is recorded as a bad response" "1" \
 	"$(audit_count '"path":"/ws?mask=1"' '"reason":"bad-response"')"
+check "the unmasked frame's websocket is recorded as refused, ws-bad-frame" "1" \
+	"$(audit_count '"path":"/ws?echo=1"' '"decision":"deny"' '"reason":"ws-bad-frame"')"
+check "the wrong accept is recorded as a 502, bad-response" "1" \
+	"$(audit_count '"path":"/ws?accept=bad"' '"status":502' '"reason":"bad-response"')"
 
 finish

@@ -341,6 +341,56 @@ def ws_messages(query):
                                            " ".join(ops))
 
 
+# ---- 5. the client's side of a websocket ----
+# What the agent sends up after an allowed upgrade: plain HTTP behind it
+# (in the same record, before the 101 comes, after it), an unmasked frame,
+# an upgrade with no key; and a 101 with the wrong accept. Each says the
+# status it got and whether the connection was then closed on it.
+
+def ws_up(query, key=True, then=b"", late=b"", frames=()):
+    s = tls(API)
+    k = base64.b64encode(os.urandom(16))
+    s.sendall(b"GET /ws" + query + b" HTTP/1.1\r\nHost: " + API.encode() + b"\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+              (b"Sec-WebSocket-Key: " + k + b"\r\n" if key else b"") + b"\r\n" + then)
+    if late:
+        time.sleep(0.1)
+        s.sendall(late)
+    try:
+        head, rest = read_head(s)
+    except (EOFError, OSError):
+        s.close()
+        return "closed before an answer"
+    st = code(head.split(b"\r\n")[0].decode("latin-1"))
+    try:
+        for f in frames:
+            time.sleep(0.2)
+            s.sendall(f)
+    except OSError:
+        pass
+    state = "open"
+    s.settimeout(1.5)
+    try:
+        for _ in range(100):  # bounded
+            if not s.recv(65536):
+                state = "closed"
+                break
+    except socket.timeout:
+        pass
+    except (OSError, ssl.SSLError):
+        state = "closed"
+    s.close()
+    return st + " " + state
+
+
+def client_frame(payload, mask=True):
+    m = os.urandom(4) if mask else b""
+    return bytes([0x81, (0x80 if mask else 0) | len(payload)]) + m + (
+        bytes(b ^ m[i % 4] for i, b in enumerate(payload)) if mask else payload)
+
+
+SMUGGLED = b"GET /admin/keys HTTP/1.1\r\nHost: " + API.encode() + b"\r\n\r\n"
+
 attacks = {
     "oracle": oracle,
     "range-multi": range_multi,
@@ -357,6 +407,14 @@ attacks = {
     "ws-close": lambda: ws_messages(b"?close=1"),
     "ws-close-mid": lambda: ws_messages(b"?closemid=1"),
     "ws-pause-mid": lambda: ws_messages(b"?pausemid=1"),
+    "ws-smuggle": lambda: ws_up(b"?then=http", then=SMUGGLED),
+    "ws-smuggle-late": lambda: ws_up(b"?then=http&delay=1", late=SMUGGLED),
+    "ws-smuggle-after": lambda: ws_up(b"?then=http&after=1", frames=(SMUGGLED,)),
+    "ws-unmasked": lambda: ws_up(b"?echo=1", frames=(client_frame(b"hello-up"),
+                                                       client_frame(b"unmasked", mask=False))),
+    "ws-nokey": lambda: ws_up(b"?then=http&nokey=1", key=False),
+    "ws-accept-bad": lambda: ws_up(b"?accept=bad"),
+    "ws-accept-none": lambda: ws_up(b"?accept=none"),
 }
 
 for name in sys.argv[1:]:

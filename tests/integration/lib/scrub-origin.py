@@ -48,6 +48,13 @@
 #                     sends "status: pending" as a first fragment, waits
 #                     0.8 s, then the last fragment (" done").
 #                     Each frame is written by itself (one TLS record).
+#                     The client's side: ?then=http answers 101 and goes on
+#                     reading HTTP requests on the connection (a front that
+#                     never really switched protocols; ?delay=1 waits 0.5 s
+#                     before its 101); ?echo=1 logs each frame the client
+#                     sends ("WS /ws?echo=1 frame op=OP masked=yes|no
+#                     data=TEXT", unmasked) for 2 s; ?accept=bad|none sends
+#                     a wrong Sec-WebSocket-Accept, or none.
 import base64, hashlib, os, socket, ssl, sys, threading, time, zlib
 from urllib.parse import parse_qs, urlsplit
 
@@ -152,6 +159,30 @@ def serve(sock):
                 deflate = "permessage-deflate" in (get("sec-websocket-extensions") or "").lower()
                 head = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                         b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + acc + b"\r\n")
+                if q.get("accept") == ["bad"]:
+                    head = head.replace(acc, base64.b64encode(b"\0" * 20))
+                elif q.get("accept") == ["none"]:
+                    head = head.replace(b"Sec-WebSocket-Accept: " + acc + b"\r\n", b"")
+                if q.get("then") == ["http"]:
+                    if q.get("delay") == ["1"]:
+                        time.sleep(0.5)
+                    sock.sendall(head + b"\r\n")
+                    continue
+                if q.get("echo") == ["1"]:
+                    sock.sendall(head + b"\r\n")
+                    sock.settimeout(2)
+                    for _ in range(100):  # bounded: a few frames
+                        b0, b1 = c.take(2)
+                        n = b1 & 0x7f
+                        if n == 126:
+                            n = int.from_bytes(c.take(2), "big")
+                        elif n == 127:
+                            n = int.from_bytes(c.take(8), "big")
+                        mask = c.take(4) if b1 & 0x80 else b"\0\0\0\0"
+                        data = bytes(b ^ mask[i % 4] for i, b in enumerate(c.take(n)))
+                        log("WS %s frame op=%d masked=%s data=%s" % (
+                            target, b0 & 0x0f, yn(b1 & 0x80), data.decode("latin-1")))
+                    break
                 if deflate:
                     head += b"Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover\r\n"
                 end = "acknowledged" if q.get("end") == ["long"] else "over"
@@ -198,7 +229,7 @@ def serve(sock):
                 time.sleep(2)
                 break
             sock.sendall(resp("200 OK", ("origin %s %s\n" % (method, target)).encode()))
-    except (EOFError, OSError, ValueError, IndexError):
+    except (EOFError, OSError, ValueError, IndexError, socket.timeout):
         pass
     finally:
         try:
