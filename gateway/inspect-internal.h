@@ -132,7 +132,7 @@ enum ist {
 	I_HEAD,	     /* reading a request head */
 	I_UPSTREAM,  /* waiting for an upstream connection */
 	I_EXCHANGE,  /* the head went upstream; body and response flow */
-	I_WS,	     /* after 101: bytes both ways */
+	I_WS,	     /* after 101: frames both ways */
 	I_CLOSING,
 };
 
@@ -217,6 +217,10 @@ struct insp {
 	bool scrub_on;
 	/* A scrubbed websocket, from the origin (after 101). */
 	struct sl_ws_scrub ws;
+	/* The client's frames, checked on their way up (after 101). */
+	struct sl_ws_frames ws_up;
+	/* What the 101 must say in Sec-WebSocket-Accept (ws_req). */
+	char ws_accept[SL_WS_ACCEPT_LEN + 1];
 	/* In the tls's held list: the scrubber holds bytes, due at held_due. */
 	bool held_listed;
 	uint64_t held_due;

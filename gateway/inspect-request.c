@@ -257,6 +257,37 @@ static int check_allowed_head(struct insp *in, const struct sl_http_request *r,
 	return 0;
 }
 
+/* A websocket upgrade as RFC 6455 4.1 has a client send it: one
+ * Sec-WebSocket-Key (the 101 must answer it: in->ws_accept), version 13,
+ * and nothing after the head, since a client waits for the 101 before it
+ * sends a frame: bytes behind the upgrade would reach an origin that
+ * answers 101 and reads on as HTTP as a request nobody decided. 0, or -1
+ * when refused. */
+static int check_ws_upgrade(struct insp *in, const struct sl_http_request *r)
+{
+	const struct sl_http_span *key, *ver;
+	size_t n_key, n_ver;
+
+	key = sl_http_header(r, "sec-websocket-key", &n_key);
+	ver = sl_http_header(r, "sec-websocket-version", &n_ver);
+	if (!key || n_key != 1 || sl_ws_accept(key->p, key->len, in->ws_accept) < 0) {
+		insp_respond(in, 400, "bad-request",
+			     "a websocket upgrade needs one Sec-WebSocket-Key (16 bytes, base64)");
+		return -1;
+	}
+	if (!ver || n_ver != 1 || !sl_http_span_eq(ver, "13")) {
+		insp_respond(in, 400, "bad-request",
+			     "a websocket upgrade needs Sec-WebSocket-Version: 13");
+		return -1;
+	}
+	if (in->clen > r->head_len) {
+		insp_respond(in, 400, "bad-request",
+			     "a websocket client sends nothing before the 101 (RFC 6455 4.1)");
+		return -1;
+	}
+	return 0;
+}
+
 /* What follows the head: an upgrade only to a websocket, the body's
  * framing. 0, or -1 when refused. */
 static int check_body_and_upgrade(struct insp *in, const struct sl_http_request *r)
@@ -271,6 +302,8 @@ static int check_body_and_upgrade(struct insp *in, const struct sl_http_request 
 		insp_respond(in, 400, "bad-request", "only websocket upgrades are relayed");
 		return -1;
 	}
+	if (in->ws_req && check_ws_upgrade(in, r) < 0)
+		return -1;
 	in->client_ka = r->keep_alive && !in->ws_req;
 	if (sl_http_body_init(&in->body, in->cbuf, r->head_len) < 0) {
 		insp_respond(in, 400, "bad-request", "bad framing in the request head");

@@ -212,8 +212,21 @@ static void response_complete(struct insp *in)
 	in->ops->end_exchange(in, true);
 }
 
-/* A response head is complete in rbuf[0..k). */
-static int response_head(struct insp *in, const struct sl_http_request *h)
+/* Whether a 101's Sec-WebSocket-Accept answers the request's key (RFC 6455
+ * 4.2.2): a front that never switched protocols, answering 101 and reading
+ * on as HTTP, does not. One of them, exactly. */
+static bool ws_accept_ok(const struct insp *in, const struct sl_http_request *h)
+{
+	size_t n;
+	const struct sl_http_span *acc = sl_http_header(h, "sec-websocket-accept", &n);
+
+	return acc && n == 1 && acc->len == SL_WS_ACCEPT_LEN &&
+	       memcmp(acc->p, in->ws_accept, SL_WS_ACCEPT_LEN) == 0;
+}
+
+/* A response head is complete in rbuf[0..k). 0, -EIO (the client is
+ * gone), or -EPROTO with *why. */
+static int response_head(struct insp *in, const struct sl_http_request *h, const char **why)
 {
 	struct conn *c = in->c;
 	int status = in->resp.status;
@@ -223,6 +236,11 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 
 		if (!in->ws_req)
 			return -EPROTO;
+		if (!ws_accept_ok(in, h)) {
+			*why = "the origin's 101 does not answer the Sec-WebSocket-Key "
+			       "(Sec-WebSocket-Accept wrong or missing)";
+			return -EPROTO;
+		}
 		/* None was offered (scrub_hides): an origin that compresses
 		 * anyway would send what the scrubber cannot read. */
 		for (i = 0; in->scrub_on && i < h->n_headers; i++)
@@ -234,6 +252,7 @@ static int response_head(struct insp *in, const struct sl_http_request *h)
 		if (send_response_head(in, in->rbuf, h) < 0)
 			return -EIO;
 		in->st = I_WS;
+		sl_ws_frames_init(&in->ws_up, 1);
 		sl_ws_scrub_free(&in->ws);
 		sl_ws_scrub_init(&in->ws, &in->scrub, ws_write, in);
 		return 0;
@@ -268,6 +287,7 @@ static int parse_response_heads(struct insp *in)
 
 	for (unsigned round = 0; round < 16 && !in->resp_head_done; round++) {
 		struct sl_http_request h;
+		const char *why = "the origin's response could not be parsed";
 		int k = sl_http_response_begin(&in->resp, in->rbuf, in->rlen, max, in->head_req,
 					       &h),
 		    k2;
@@ -279,15 +299,14 @@ static int parse_response_heads(struct insp *in)
 				     "the origin's response could not be parsed");
 			return -1;
 		}
-		k2 = response_head(in, &h);
+		k2 = response_head(in, &h, &why);
 		if (k2 == -EIO) {
 			c->reason = "client-closed"; /* the origin did nothing wrong */
 			conn_close(c);
 			return -1;
 		}
 		if (k2 < 0) {
-			insp_respond(in, 502, "bad-response",
-				     "the origin's response could not be parsed");
+			insp_respond(in, 502, "bad-response", why);
 			return -1;
 		}
 		if (insp_closing(in))
