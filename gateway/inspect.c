@@ -161,6 +161,28 @@ void insp_end_exchange(struct insp *in, bool reusable)
 	insp_drive_client(in);
 }
 
+/* Bytes from the client after a websocket upgrade, before its 101: a
+ * client waits for the 101 (RFC 6455 4.1), and an origin that answers 101
+ * and reads on as HTTP would take them for a request nobody decided. */
+static void ws_early(struct insp *in)
+{
+	insp_respond(in, 400, "bad-request",
+		     "a websocket client sends nothing before the 101 (RFC 6455 4.1)");
+}
+
+/* The client's frames are only checked (ws-frame.h): passed on as they came. */
+static int ws_up_head(void *userdata, const struct sl_ws_head *h)
+{
+	(void)userdata, (void)h;
+	return 0;
+}
+
+static int ws_up_payload(void *userdata, const void *p, size_t len, int end)
+{
+	(void)userdata, (void)p, (void)len, (void)end;
+	return 0;
+}
+
 /* Consume what the client sent, as far as the state allows. */
 static void process_client(struct insp *in)
 {
@@ -195,10 +217,26 @@ static void process_client(struct insp *in)
 		return;
 	}
 	case I_EXCHANGE:
+		if (in->ws_req && in->clen && !in->resp_started) {
+			ws_early(in);
+			return;
+		}
 		forward_body(in);
 		return;
 	case I_WS:
 		if (in->clen) {
+			/* Frames only, as they came: an origin that answered 101
+			 * must not read the agent's plain HTTP (or anything that is
+			 * not a client's frame) as a request nobody decided. What
+			 * the cutter took before a refused byte is a valid start;
+			 * the read that holds it goes nowhere. */
+			if (sl_ws_frames_feed(&in->ws_up, in->cbuf, in->clen, ws_up_head,
+					      ws_up_payload, in) < 0) {
+				c->refused = true;
+				c->reason = "ws-bad-frame";
+				conn_close(c);
+				return;
+			}
 			if (insp_up_write(in->up, in->cbuf, in->clen) < 0) {
 				conn_close(c);
 				return;
@@ -384,6 +422,11 @@ static void up_ready(struct insp *in)
 	struct up *up = in->up;
 	int r;
 
+	if (in->ws_req && in->clen) {
+		/* Came while it waited for the connection (or an approval). */
+		ws_early(in);
+		return;
+	}
 	r = insp_up_write(up, in->uhead, in->uhead_len);
 	if (!in->reused)
 		insp_wipe_uhead(in);
