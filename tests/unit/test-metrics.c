@@ -248,6 +248,7 @@ static const char *const sluice_reasons[] = {
     "upstream-tls-failed",
     "upstream-write-failed",
     "bad-response",
+    "ws-bad-frame",
     "leaf-failed",
     "accept-failed",
     "no-original-destination",
