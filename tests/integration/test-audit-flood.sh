@@ -1,0 +1,126 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# An agent with no rule must not be able to fill the audit log's disk.
+# (Found by an adversarial review: every DNS query for a denied name had a
+# record of its own, ~500 bytes, with no limit: one UDP loop wrote ~100k
+# records a second, ~50 MB/s, until the disk was full and every other
+# sandbox logging there ended with ENOSPC.) Refused queries are now audited
+# at most DNS_REFUSED_PER_SECOND a second (gateway/dns-answer.c), and a
+# summary says how many more were refused and not logged, as for blocked
+# packets (docs/fence.md) and refused peers.
+#
+# The agent floods denied names for FLOOD seconds from inside `sluice run`,
+# waits past the window, then makes one honest lookup of a denied name.
+# The log must stay under a bound, hold "dns-not-logged: N" summaries whose
+# N add up with the records to no more than what was sent, and hold the
+# honest refusal.
+#
+# Usage: test-audit-flood.sh [PATH-TO-SLUICE]
+# Exit: 0 all passed, 1 a check failed, 77 skipped (not root and CI is not "true").
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SLUICE=$(realpath "${1:-${SLUICE:-$here/../../build/cli/sluice}}")
+
+. "$here/lib/checks.sh"
+needs_root test-audit-flood.sh ip nft nsenter python3 dnsmasq
+
+. "$here/world.sh"
+world_begin
+T=$WORLD_TMP
+N=$WORLD_NET_ADDR
+token=f$RANDOM$RANDOM
+FLOOD=2
+# The limit (gateway/dns-answer.c) and the longest record of a refused
+# query (a 253-byte name, a rule id of 95): the log may hold at most the
+# limit's records for every window the run touches (the flood's, one on
+# either side, the honest lookup's) and a summary each.
+LIMIT=200
+RECORD_MAX=700
+WINDOWS=$((FLOOD + 3))
+BOUND=$((WINDOWS * (LIMIT + 1) * RECORD_MAX))
+
+world_dnsmasq "" api.test="$N" || { echo "not ok - dnsmasq"; exit 1; }
+write_policy "$T/policy.yaml" <<'P'
+version: 1
+allow:
+  - host: api.test
+P
+mkdir -m 755 "$T/bin"
+cat >"$T/bin/flood.py" <<'PY'
+import socket, struct, sys, time
+ns = open("/etc/resolv.conf").read().split("nameserver")[1].split()[0]
+token, seconds = sys.argv[1], float(sys.argv[2])
+lab = b"x" * 63
+def query(qid, labels):
+    name = b"".join(bytes([len(l)]) + l for l in labels) + b"\0"
+    return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setblocking(False)
+t0 = time.monotonic(); n = 0
+while time.monotonic() - t0 < seconds:  # bounded: FLOOD seconds
+    for _ in range(64):
+        try:
+            s.sendto(query(n & 0xffff, [b"%08d" % n, lab, lab, b"flood-" + token.encode(),
+                                        b"denied", b"test"]), (ns, 53))
+            n += 1
+        except BlockingIOError:
+            break
+        except OSError:
+            time.sleep(0.01)
+            break
+    try:
+        while True:
+            s.recv(4096)
+    except OSError:
+        pass
+print("sent %d" % n)
+# Past the window: one honest lookup of a denied name, and its answer.
+time.sleep(1.5)
+h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+h.settimeout(3)
+h.sendto(query(0x4242, [b"honest-" + token.encode(), b"denied", b"test"]), (ns, 53))
+rcode = "none"
+try:
+    while True:
+        m = h.recv(4096)
+        if m[:2] == b"\x42\x42":
+            rcode = m[3] & 15
+            break
+except OSError:
+    pass
+print("honest rcode %s" % rcode)
+PY
+chmod 644 "$T/bin/flood.py"
+
+out=$(nice -n 10 timeout 60 ip netns exec "$WORLD_HOST" nsenter --mount="$WORLD_MNT" -- \
+	"$SLUICE" run --policy "$T/policy.yaml" --resolver "$N:53" --audit "$T/audit.log" \
+	--ro "$T/bin" -- "$PY" "$T/bin/flood.py" "$token" "$FLOOD" 2>"$T/run.err")
+echo "# run: $out / $(tail -n 2 "$T/run.err" | tr '\n' ' ')"
+sent=$(sed -n 's/^sent //p' <<<"$out")
+size=$(stat -c %s "$T/audit.log" 2>/dev/null || echo 0)
+logged=$(grep -cF "flood-$token" "$T/audit.log")
+unlogged=$(grep -oE '"reason":"dns-not-logged: [0-9]+' "$T/audit.log" |
+	awk -F': ' '{ n += $2 } END { print n + 0 }')
+echo "# sent $sent denied queries in $FLOOD s; the log: $size bytes, $logged records of them," \
+	"$unlogged more summarized; bound $BOUND bytes"
+
+[ "${sent:-0}" -gt $((WINDOWS * LIMIT)) ] && ok "flood: the agent sent more than the limit lets through" ||
+	notok "flood: the agent sent only ${sent:-0} queries"
+[ "$size" -le "$BOUND" ] && ok "flood: the log stays under $BOUND bytes" ||
+	notok "flood: the log holds $size bytes (bound $BOUND)"
+[ "$logged" -le $((WINDOWS * LIMIT)) ] && ok "flood: at most $LIMIT records a second" ||
+	notok "flood: $logged records of the flood"
+[ "$unlogged" -gt 0 ] && ok "flood: the summaries say how many were not logged" ||
+	notok "flood: no dns-not-logged summary"
+[ $((logged + unlogged)) -le "${sent:-0}" ] &&
+	ok "flood: records and summaries add up to no more than was sent" ||
+	notok "flood: $logged + $unlogged is more than the $sent sent"
+check_has "flood: a summary has its event and decision" \
+	'"event":"dns","decision":"deny","reason":"dns-not-logged: ' \
+	"$(grep -F 'dns-not-logged' "$T/audit.log" | head -n 1 | sed 's/"ts":"[^"]*",//; s/"sandbox":"[^"]*",//')"
+check "honest: the refusal after the window is answered NXDOMAIN" "honest rcode 3" \
+	"$(grep '^honest' <<<"$out")"
+check "honest: and logged" 1 "$(audit_count "honest-$token.denied.test" '"decision":"deny"')"
+finish
