@@ -7,7 +7,9 @@
  * kept out of the sandbox's DNS, a type other than A and AAAA); an allowed
  * A or AAAA question is resolved by the gateway's own resolver and the
  * answers filtered (special addresses, the host's own) before they go,
- * and remembered in the address map. Every query has its audit record.
+ * and remembered in the address map. Every query has its audit record,
+ * but for refused ones past a rate limit, which are counted and summarized
+ * (DNS_REFUSED_PER_SECOND).
  *
  * The layer under dns.c: it names nothing there. A reply goes out, and a
  * TCP connection is handed back once its query is answered, through the
@@ -28,6 +30,20 @@
 /* A client may connect a little after the TTL we gave it runs out (it
  * looked the name up just before; a TTL of 0 still precedes a connect). */
 #define DNS_MAP_GRACE_MS 10000
+/* Refused queries audited one by one, per gateway (sandbox), per second;
+ * the rest are answered all the same, counted, and their number audited
+ * as one "dns-not-logged: N" record when the next second's first refusal
+ * comes, or the gateway stops. A refusal costs the agent one datagram, and
+ * unbounded they wrote ~100k records (~50 MB) a second: the log's disk
+ * full within minutes, and every other sandbox logging there ended. An
+ * honest agent asks for a denied name by mistake: one lookup is A and
+ * AAAA, at most a few more through resolv.conf's search list, and a tool
+ * that retries does so a few times a second; 200 is some 50 such lookups
+ * every second, sustained, so none of theirs is ever summarized. A record
+ * is at most ~700 bytes (a 253-byte name, a 95-byte rule id), so a flood
+ * writes at most ~140 KB a second. */
+#define DNS_REFUSED_PER_SECOND 200
+#define DNS_REFUSED_WINDOW_MS 1000
 
 /* ---- The address map ---- */
 
@@ -87,6 +103,36 @@ static const char *qtype_name(uint16_t t, char *buf, size_t size)
 	return buf;
 }
 
+static void refused_summary(struct sl_gw *gw, uint64_t n)
+{
+	(void)sl_audit_write_summary(gw->audit, gw->cfg.sandbox, "dns", 0,
+				     "dns-not-logged: %llu more refused queries (rate limit)",
+				     (unsigned long long)n);
+}
+
+/* May a refused query's record be written (DNS_REFUSED_PER_SECOND)? The
+ * summary of the last window's, if any, is written first. */
+static bool refused_take(struct sl_gw_dns *d)
+{
+	uint64_t unlogged;
+	bool take = sl_audit_rate_take(&d->refused, DNS_REFUSED_PER_SECOND, DNS_REFUSED_WINDOW_MS,
+				       uv_now(d->gw->loop), &unlogged);
+
+	if (unlogged)
+		refused_summary(d->gw, unlogged);
+	return take;
+}
+
+void sl_gw_dns_audit_flush(struct sl_gw *gw)
+{
+	uint64_t n = gw->dns ? sl_audit_rate_drain(&gw->dns->refused) : 0;
+
+	if (n && gw->audit) {
+		refused_summary(gw, n);
+		(void)sl_gw_audit_ok(gw);
+	}
+}
+
 /* The record of a query: decision "allow", "deny" or (observe mode, a
  * name the rules deny that was answered) "observe-deny". */
 static void dns_audit_as(struct sl_gw_dns *d, const char *client, const struct sl_dns_query *q,
@@ -122,6 +168,20 @@ void dns_audit(struct sl_gw_dns *d, const char *client, const struct sl_dns_quer
 {
 	dns_audit_as(d, client, q, start_wall_ms, start_ms, status, allow ? "allow" : "deny",
 		     reason, rule);
+}
+
+/* The record of a query the policy refused at once, nothing sent
+ * upstream (a name no rule allows, exact-dns, a class, a malformed
+ * message): under DNS_REFUSED_PER_SECOND. What went upstream and failed
+ * (resolve-failed, private-address) is not: the upstream's pace and the
+ * DNS budget bound it, and its record says what left. */
+static void dns_audit_refused(struct sl_gw_dns *d, const char *client, const struct sl_dns_query *q,
+			      uint64_t wall, uint64_t start, int status, const char *reason,
+			      const char *rule)
+{
+	if (d->gw->audit && !refused_take(d))
+		return;
+	dns_audit(d, client, q, wall, start, status, false, reason, rule);
 }
 
 /* An answered query for a name observe mode let through: its record says
@@ -323,7 +383,7 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 		/* CHAOS and friends (version.bind...) are not the policy's
 		 * business and tell a prober about us: refuse them. */
 		r = reply(d, c, peer, q, SL_DNS_RCODE_REFUSED, NULL, 0, 0);
-		dns_audit(d, client, q, wall, now, r, false, "class", NULL);
+		dns_audit_refused(d, client, q, wall, now, r, "class", NULL);
 		return true;
 	}
 	if (!sl_policy_name_allowed(p, q->qname, q->qname_len)) {
@@ -337,7 +397,7 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 			goto by_type;
 		}
 		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
-		dns_audit(d, client, q, wall, now, r, false, reason, rule[0] ? rule : NULL);
+		dns_audit_refused(d, client, q, wall, now, r, reason, rule[0] ? rule : NULL);
 		return true;
 	}
 	wild = sl_policy_name_wildcard(p, q->qname, q->qname_len);
@@ -346,8 +406,8 @@ static bool answer_by_policy(struct sl_gw_dns *d, struct dns_tcp *c, const struc
 		 * are reached through the proxy, which resolves them under
 		 * the budget. NXDOMAIN, as for a name no rule allows. */
 		r = reply(d, c, peer, q, SL_DNS_RCODE_NXDOMAIN, NULL, 0, 0);
-		dns_audit(d, client, q, wall, now, r, false, "exact-dns",
-			  sl_rule_id(wild, rule, sizeof(rule)));
+		dns_audit_refused(d, client, q, wall, now, r, "exact-dns",
+				  sl_rule_id(wild, rule, sizeof(rule)));
 		return true;
 	}
 by_type:
@@ -426,7 +486,7 @@ void dns_handle_message(struct sl_gw_dns *d, struct dns_tcp *c, const struct soc
 			d->send(d, c, peer, buf, out);
 		else
 			rcode = -1;
-		dns_audit(d, client, NULL, wall, now, rcode, false, "malformed", NULL);
+		dns_audit_refused(d, client, NULL, wall, now, rcode, "malformed", NULL);
 		return;
 	}
 	if (answer_by_policy(d, c, peer, client, &q, wall, now, &obs))

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "audit-rate.h"
 #include "dns-wire.h"
 #include "gateway-internal.h"
 
@@ -84,6 +85,9 @@ struct sl_gw_dns {
 	struct dns_tcp *conns;
 	uint8_t udp_buf[DNS_TCP_MSG_MAX];
 	struct sl_dns_map *map; /* what we answered: address -> name */
+	/* Refused queries' records, at most DNS_REFUSED_PER_SECOND a second
+	 * (dns-answer.c): the rest counted, and the count audited. */
+	struct sl_audit_rate refused;
 };
 
 /* dns-answer.c */

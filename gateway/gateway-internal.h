@@ -123,6 +123,9 @@ void sl_gw_conn_close_observed(struct sl_gw *gw);
 void sl_gw_dns_close(struct sl_gw *gw);
 bool sl_gw_dns_open(const struct sl_gw *gw);
 void sl_gw_dns_free(struct sl_gw *gw);
+/* The summary of the refused queries the last window kept out of the log,
+ * if any (dns-answer.c): written when the gateway stops. */
+void sl_gw_dns_audit_flush(struct sl_gw *gw);
 /* Every name whose DNS answer, still fresh, gave out this address, the
  * most recent first (sl_dns_map_get_all()): how many, 0 for none. */
 int sl_gw_dns_names_for(const struct sl_gw *gw, const struct sockaddr *addr,

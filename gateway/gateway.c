@@ -320,6 +320,7 @@ static void gw_maybe_free(struct sl_gw *gw)
 	/* What the last window kept out of the log is said at the end. */
 	if (gw->refused_suppressed && gw->audit)
 		sl_gw_audit_refused_flush(gw, "connect");
+	sl_gw_dns_audit_flush(gw);
 	(void)sl_audit_flush(gw->audit);
 	sl_gw_dns_free(gw);
 	sl_gw_tls_free(gw);
