@@ -377,7 +377,17 @@ static void test_summaries(void **state)
 	r.duration_ms = 0;
 	r.reason = "not-the-sandbox: 12 more not logged";
 	feed(m, r, 1);
+	/* Refused queries past the rate limit: counted with the unlogged,
+	 * not as queries answered (their rcodes are not in the record). */
+	r.event = "dns";
+	r.reason = "dns-not-logged: 300 more refused queries (rate limit)";
+	feed(m, r, 1);
 	t = render(m);
+	has(t, "sluice_unlogged_total{event=\"dns\"} 300");
+	has(t,
+	    "sluice_requests_total{event=\"dns\",decision=\"deny\",reason=\"dns-not-logged\"} 1");
+	has(t, "sluice_dns_queries_total{answer=\"none\"} 0");
+	has(t, "sluice_dns_queries_total{answer=\"nxdomain\"} 0");
 	has(t, "sluice_blocked_packets_total{audit=\"not-logged\"} 40");
 	has(t, "sluice_blocked_packets_total{audit=\"lost\"} 5");
 	has(t, "sluice_blocked_packets_total{audit=\"logged\"} 0");
