@@ -123,14 +123,42 @@ static bool refused_take(struct sl_gw_dns *d)
 	return take;
 }
 
+/* The same for allowed queries answered without asking upstream (from
+ * the cache, or NODATA for a type we hold no answers of): as cheap to
+ * send, a name the policy allows (every policy allows its model API)
+ * repeated would flood the log as well. What went upstream is always
+ * audited: the DNS budget bounds it, and its record says which names
+ * left, which a flood of these must not push out of the log. */
+static void local_summary(struct sl_gw *gw, uint64_t n)
+{
+	(void)sl_audit_write_summary(gw->audit, gw->cfg.sandbox, "dns", 0,
+				     "dns-not-logged: %llu more allowed queries answered without "
+				     "asking upstream (rate limit)",
+				     (unsigned long long)n);
+}
+
+static bool local_take(struct sl_gw_dns *d)
+{
+	uint64_t unlogged;
+	bool take = sl_audit_rate_take(&d->local, DNS_REFUSED_PER_SECOND, DNS_REFUSED_WINDOW_MS,
+				       uv_now(d->gw->loop), &unlogged);
+
+	if (unlogged)
+		local_summary(d->gw, unlogged);
+	return take;
+}
+
 void sl_gw_dns_audit_flush(struct sl_gw *gw)
 {
-	uint64_t n = gw->dns ? sl_audit_rate_drain(&gw->dns->refused) : 0;
+	uint64_t n = gw->dns ? sl_audit_rate_drain(&gw->dns->refused) : 0,
+		 l = gw->dns ? sl_audit_rate_drain(&gw->dns->local) : 0;
 
-	if (n && gw->audit) {
+	if (n && gw->audit)
 		refused_summary(gw, n);
+	if (l && gw->audit)
+		local_summary(gw, l);
+	if ((n || l) && gw->audit)
 		(void)sl_gw_audit_ok(gw);
-	}
 }
 
 /* The record of a query: decision "allow", "deny" or (observe mode, a
@@ -190,8 +218,10 @@ static void dns_audit_refused(struct sl_gw_dns *d, const char *client, const str
 static void dns_audit_answered(struct sl_gw_dns *d, const char *client,
 			       const struct sl_dns_query *q, uint64_t wall, uint64_t start,
 			       int status, bool allow, const char *reason,
-			       const struct dns_observed *obs)
+			       const struct dns_observed *obs, bool local)
 {
+	if (local && d->gw->audit && !local_take(d))
+		return;
 	if (allow && obs->reason)
 		dns_audit_as(d, client, q, wall, start, status, "observe-deny", obs->reason,
 			     obs->rule);
@@ -327,7 +357,8 @@ static void on_resolved(void *data, int status, const struct sl_gw_addrs *addrs)
 	query_unlink(dq);
 	sent = reply(d, dq->tcp, (const struct sockaddr *)&dq->peer, &dq->q, rcode, ans, n, ttl);
 	dns_audit_answered(d, dq->client, &dq->q, dq->start_wall_ms, dq->start_ms, sent,
-			   rcode == SL_DNS_RCODE_NOERROR && !(seen && !n), reason, &dq->obs);
+			   rcode == SL_DNS_RCODE_NOERROR && !(seen && !n), reason, &dq->obs,
+			   dq->cached);
 	/* The connection, if any, is still allocated: it is freed only in
 	 * its close callbacks, which run on a later loop turn. */
 	if (dq->tcp)
@@ -419,7 +450,7 @@ by_type:
 		 * never handed an ECH configuration: a ClientHello that
 		 * hides its real SNI could not be decided by the capture. */
 		r = reply(d, c, peer, q, SL_DNS_RCODE_NOERROR, NULL, 0, 0);
-		dns_audit_answered(d, client, q, wall, now, r, true, "allowed", obs);
+		dns_audit_answered(d, client, q, wall, now, r, true, "allowed", obs, true);
 		return true;
 	}
 	return false;
@@ -449,6 +480,7 @@ static void resolve_query(struct sl_gw_dns *d, struct dns_tcp *c, const struct s
 	dq->start_ms = now;
 	dq->q = *q;
 	dq->obs = *obs;
+	dq->cached = sl_gw_resolve_in_cache(d->gw->resolver, q->qname);
 	r = sl_gw_resolve(d->gw->resolver, q->qname, on_resolved, dq, &dq->req);
 	if (r < 0) {
 		free(dq);

@@ -42,6 +42,7 @@ struct dns_query {
 	uint64_t start_wall_ms, start_ms;
 	struct sl_dns_query q;
 	struct dns_observed obs;
+	bool cached; /* answered from the resolver's cache: nothing went upstream */
 };
 
 struct dns_tcp {
@@ -88,6 +89,9 @@ struct sl_gw_dns {
 	/* Refused queries' records, at most DNS_REFUSED_PER_SECOND a second
 	 * (dns-answer.c): the rest counted, and the count audited. */
 	struct sl_audit_rate refused;
+	/* Allowed queries answered without asking upstream (the cache, NODATA
+	 * for other types), as many a second: as cheap to repeat. */
+	struct sl_audit_rate local;
 };
 
 /* dns-answer.c */

@@ -436,6 +436,11 @@ int sl_gw_resolve_cached(struct sl_gw_resolver *r, const char *name, struct sl_g
 	return 0;
 }
 
+bool sl_gw_resolve_in_cache(struct sl_gw_resolver *r, const char *name)
+{
+	return cache_get(r, name) != NULL;
+}
+
 int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb cb, void *data,
 		  struct sl_gw_resolve_req **ret_req)
 {

@@ -51,6 +51,9 @@ int sl_gw_resolve(struct sl_gw_resolver *r, const char *name, sl_gw_resolve_cb c
  * turn: the common case of a name asked before); -ENOENT when there are
  * none (not cached, expired, or a cached failure: ask sl_gw_resolve()). */
 int sl_gw_resolve_cached(struct sl_gw_resolver *r, const char *name, struct sl_gw_addrs *ret);
+/* Whether sl_gw_resolve() would answer name from the cache (its addresses
+ * or its failure, fresh), asking nobody upstream. */
+bool sl_gw_resolve_in_cache(struct sl_gw_resolver *r, const char *name);
 
 /*
  * The gate: asked with the name (normal form) each time a lookup would go

@@ -12,6 +12,10 @@
 #
 # The agent floods denied names for FLOOD seconds from inside `sluice run`,
 # waits past the window, then makes one honest lookup of a denied name.
+# Then it floods an allowed name (answered from the cache) and a type we
+# hold no answers of (NODATA), which are as cheap: bounded the same way,
+# with a summary of their own; a new name under a wildcard asked midway
+# went upstream, and keeps its record.
 # The log must stay under a bound, hold "dns-not-logged: N" summaries whose
 # N add up with the records to no more than what was sent, and hold the
 # honest refusal.
@@ -39,13 +43,15 @@ FLOOD=2
 LIMIT=200
 RECORD_MAX=700
 WINDOWS=$((FLOOD + 3))
-BOUND=$((WINDOWS * (LIMIT + 1) * RECORD_MAX))
+# Two floods (refused names, then an allowed one), each under its limit.
+BOUND=$((2 * WINDOWS * (LIMIT + 1) * RECORD_MAX))
 
-world_dnsmasq "" api.test="$N" || { echo "not ok - dnsmasq"; exit 1; }
+world_dnsmasq "" api.test="$N" wild.test="$N" || { echo "not ok - dnsmasq"; exit 1; }
 write_policy "$T/policy.yaml" <<'P'
 version: 1
 allow:
   - host: api.test
+  - host: "*.wild.test"
 P
 mkdir -m 755 "$T/bin"
 cat >"$T/bin/flood.py" <<'PY'
@@ -91,6 +97,32 @@ try:
 except OSError:
     pass
 print("honest rcode %s" % rcode)
+# An allowed name, asked again and again (answered from the cache), and a
+# type we hold no answers of (NODATA): as cheap as a refusal. Midway, one
+# new name under the wildcard, which goes upstream: its record must stay.
+def qtype(qid, labels, t):
+    return query(qid, labels)[:-4] + struct.pack(">HH", t, 1)
+time.sleep(1.1)
+t0 = time.monotonic(); m = 0; marked = False
+while time.monotonic() - t0 < seconds:  # bounded: FLOOD seconds
+    if not marked and time.monotonic() - t0 > seconds / 2:
+        s.sendto(query(0x4343, [b"evidence-" + token.encode(), b"wild", b"test"]), (ns, 53))
+        marked = True
+    for _ in range(64):
+        try:
+            s.sendto(qtype(m & 0xffff, [b"api", b"test"], 1 if m % 2 else 16), (ns, 53))
+            m += 1
+        except BlockingIOError:
+            break
+        except OSError:
+            time.sleep(0.01)
+            break
+    try:
+        while True:
+            s.recv(4096)
+    except OSError:
+        pass
+print("allowed sent %d" % m)
 PY
 chmod 644 "$T/bin/flood.py"
 
@@ -101,7 +133,7 @@ echo "# run: $out / $(tail -n 2 "$T/run.err" | tr '\n' ' ')"
 sent=$(sed -n 's/^sent //p' <<<"$out")
 size=$(stat -c %s "$T/audit.log" 2>/dev/null || echo 0)
 logged=$(grep -cF "flood-$token" "$T/audit.log")
-unlogged=$(grep -oE '"reason":"dns-not-logged: [0-9]+' "$T/audit.log" |
+unlogged=$(grep -oE '"reason":"dns-not-logged: [0-9]+ more refused' "$T/audit.log" |
 	awk -F': ' '{ n += $2 } END { print n + 0 }')
 echo "# sent $sent denied queries in $FLOOD s; the log: $size bytes, $logged records of them," \
 	"$unlogged more summarized; bound $BOUND bytes"
@@ -122,4 +154,19 @@ check "flood: every summary is a denied dns record" "$(audit_count dns-not-logge
 check "honest: the refusal after the window is answered NXDOMAIN" "honest rcode 3" \
 	"$(grep '^honest' <<<"$out")"
 check "honest: and logged" 1 "$(audit_count "honest-$token.denied.test" '"decision":"deny"')"
+
+# The allowed flood: bounded the same way, and summarized.
+asent=$(sed -n 's/^allowed sent //p' <<<"$out")
+alogged=$(grep -c '"host":"api.test"' "$T/audit.log")
+aunlogged=$(grep -oE '"reason":"dns-not-logged: [0-9]+ more allowed' "$T/audit.log" |
+	awk -F': ' '{ n += $2 } END { print n + 0 }')
+echo "# sent $asent allowed queries for api.test; $alogged records, $aunlogged more summarized"
+[ "${asent:-0}" -gt $((WINDOWS * LIMIT)) ] && ok "allowed flood: the agent sent more than the limit lets through" ||
+	notok "allowed flood: the agent sent only ${asent:-0} queries"
+[ "$alogged" -le $((WINDOWS * LIMIT)) ] && ok "allowed flood: at most $LIMIT records a second" ||
+	notok "allowed flood: $alogged records of it"
+[ "$aunlogged" -gt 0 ] && ok "allowed flood: the summaries say how many were not logged" ||
+	notok "allowed flood: no summary of allowed queries"
+check "allowed flood: the new name under the wildcard, which went upstream, is logged" 1 \
+	"$(audit_count "evidence-$token.wild.test" '"decision":"allow"')"
 finish
