@@ -15,6 +15,7 @@
 
 #include "conn-internal.h"
 #include "inspect-internal.h"
+#include "macro.h"
 #include "scrub.h"
 
 /* ---- the response, back to the client ---- */
@@ -224,6 +225,58 @@ static bool ws_accept_ok(const struct insp *in, const struct sl_http_request *h)
 	       memcmp(acc->p, in->ws_accept, SL_WS_ACCEPT_LEN) == 0;
 }
 
+/* Does each comma-separated coding in v name one of ok[0..n)? */
+static bool codings_only(const struct sl_http_span *v, const char *const *ok, size_t n)
+{
+	const char *p = v->p, *end = v->p + v->len;
+
+	while (p < end) {
+		const char *e = memchr(p, ',', (size_t)(end - p));
+		struct sl_http_span t;
+		bool found = false;
+
+		if (!e)
+			e = end;
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		t.p = p;
+		t.len = (size_t)(e - p);
+		while (t.len && (t.p[t.len - 1] == ' ' || t.p[t.len - 1] == '\t'))
+			t.len--;
+		for (size_t i = 0; i < n && t.len; i++)
+			found |= sl_http_span_caseeq(&t, ok[i]);
+		if (t.len && !found)
+			return false;
+		p = e + 1;
+	}
+	return true;
+}
+
+/* Asked for identity (scrub_hides), an origin that compresses anyway
+ * would send the scrubber bytes it cannot read: an echoed key, gzipped,
+ * passes it whole. So a body in any coding but identity (and chunked, as
+ * a transfer coding) is refused, whoever asked for it. The header that
+ * says so, or NULL. */
+static const char *scrub_unreadable(const struct insp *in, const struct sl_http_request *h)
+{
+	static const char *const ce_ok[] = {"identity"}, *const te_ok[] = {"chunked", "identity"};
+	int status = in->resp.status;
+
+	if (!in->scrub_on || in->head_req || status == 204 || status == 304)
+		return NULL; /* no body */
+	for (size_t i = 0; i < h->n_headers; i++) {
+		const struct sl_http_header *x = &h->headers[i];
+
+		if (sl_http_span_caseeq(&x->name, "content-encoding") &&
+		    !codings_only(&x->value, ce_ok, ELEMENTSOF(ce_ok)))
+			return "Content-Encoding";
+		if (sl_http_span_caseeq(&x->name, "transfer-encoding") &&
+		    !codings_only(&x->value, te_ok, ELEMENTSOF(te_ok)))
+			return "Transfer-Encoding";
+	}
+	return NULL;
+}
+
 /* A response head is complete in rbuf[0..k). 0, -EIO (the client is
  * gone), or -EPROTO with *why. */
 static int response_head(struct insp *in, const struct sl_http_request *h, const char **why)
@@ -260,6 +313,11 @@ static int response_head(struct insp *in, const struct sl_http_request *h, const
 	if (status >= 100 && status < 200) {
 		/* Interim (100 Continue): passed on; the real one follows. */
 		return send_response_head(in, in->rbuf, h);
+	}
+	if (scrub_unreadable(in, h)) {
+		*why = "the origin compressed its answer although sluice asked for identity "
+		       "(Accept-Encoding: identity): the scrubber cannot read a compressed body";
+		return -EPROTO;
 	}
 	c->status = status;
 	in->resp_started = true;

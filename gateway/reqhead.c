@@ -10,11 +10,26 @@
 #include "macro.h"
 #include "path.h"
 
+/* A name's byte as some server reads it: letters in lower case, digits,
+ * and anything else as '-'. CGI, WSGI, Rack and PHP read '_' as '-';
+ * lighttpd hands its CGI, FastCGI and SCGI apps every byte that is no
+ * letter or digit as '_' (http_cgi_encode_varname), so X.Original.URL and
+ * Accept~Encoding are their X-Original-URL and Accept-Encoding (helper
+ * 66, against lighttpd 1.4.69). */
 static char fold(char c)
 {
 	if (c >= 'A' && c <= 'Z')
 		return (char)(c - 'A' + 'a');
-	return c == '_' ? '-' : c;
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
+}
+
+/* Spelled with a byte some server reads as '-' ('_', '.', '~'...). */
+static bool odd_spelling(const struct sl_http_span *name)
+{
+	for (size_t i = 0; i < name->len; i++)
+		if (fold(name->p[i]) == '-' && name->p[i] != '-')
+			return true;
+	return false;
 }
 
 bool sl_reqhead_name_is(const struct sl_http_span *name, const char *lit)
@@ -145,7 +160,7 @@ const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_ht
 	for (i = 0; i < r->n_headers; i++) {
 		const struct sl_http_header *h = &r->headers[i];
 
-		if (memchr(h->name.p, '_', h->name.len) &&
+		if (odd_spelling(&h->name) &&
 		    sl_reqhead_is_credential(&h->name, inject_header))
 			return h;
 	}
@@ -175,7 +190,7 @@ const struct sl_http_header *sl_reqhead_underscore_host_credential(const struct 
 	for (i = 0; i < r->n_headers; i++) {
 		const struct sl_http_header *h = &r->headers[i];
 
-		if (memchr(h->name.p, '_', h->name.len) &&
+		if (odd_spelling(&h->name) &&
 		    sl_reqhead_is_host_credential(p, &h->name))
 			return h;
 	}
@@ -259,11 +274,12 @@ const char *sl_reqhead_refusal(const struct sl_http_request *r, const struct sl_
 		return NULL;
 	u = sl_reqhead_underscore_host_credential(r, p);
 	if (u) {
-		/* Servers disagree on whether '_' is '-', so it is neither
-		 * dropped nor passed (the credential headers themselves are
-		 * dropped as the head is rebuilt). */
+		/* Servers disagree on whether '_' (or '.', '~'...) is '-',
+		 * so it is neither dropped nor passed (the credential headers
+		 * themselves are dropped as the head is rebuilt). */
 		snprintf(msg, msglen,
-			 "header '%.*s': a credential header spelled with '_' is refused on a host "
+			 "header '%.*s': a credential header spelled with '_' (or another byte some "
+			 "servers read as '-') is refused on a host "
 			 "whose rule injects a credential",
 			 (int)(u->name.len > 64 ? 64 : u->name.len), u->name.p);
 		return "credential-header";

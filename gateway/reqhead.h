@@ -6,8 +6,11 @@
  * shared by plain HTTP (conn.c) and inspected requests (inspect-request.c).
  *
  * Header names are compared as servers may read them: ASCII case ignored,
- * and '_' read as '-' (CGI, WSGI, Rack and PHP turn both into the same
- * HTTP_X_API_KEY variable), so "X_Api_Key" is "x-api-key" to them.
+ * and every byte that is no letter or digit read as '-' (CGI, WSGI, Rack
+ * and PHP turn '_' and '-' into the same HTTP_X_API_KEY variable, and
+ * lighttpd's CGI, FastCGI and SCGI any other byte too), so "X_Api_Key"
+ * and "X.Api.Key" are "x-api-key" to them. "case and '_' folded" below
+ * means all of that.
  */
 #pragma once
 
@@ -46,8 +49,8 @@ const struct sl_http_header *sl_reqhead_path_override(const struct sl_http_reque
 
 /*
  * On a host whose rule injects: the first credential header spelled with
- * '_' (which some servers fold to '-', and others drop: no answer of ours
- * would be safe), or NULL. Other credential headers are dropped instead.
+ * '_' or another byte that is no letter, digit or '-' (which some servers
+ * fold to '-', and others drop: no answer of ours would be safe), or NULL. Other credential headers are dropped instead.
  */
 const struct sl_http_header *sl_reqhead_underscore_credential(const struct sl_http_request *r,
 							      const char *inject_header);

@@ -55,7 +55,7 @@ cat >"$T/atk-origin.py" <<'PY'
 # Authorization, as sluice injected it) in a framing a proxy can get wrong.
 # Logs "METHOD PATH host=HOST auth=real|wrong|none ae=ACCEPT-ENCODING" per
 # request (never a key).
-import gzip, hmac, os, socket, ssl, sys, threading, time
+import gzip, hmac, os, re, socket, ssl, sys, threading, time
 from urllib.parse import parse_qs, urlsplit
 
 sys.path.insert(0, os.environ["SL_TEST_LIB"])
@@ -135,14 +135,22 @@ def serve(sock):
                 else:
                     out = resp("200 OK", echo)
             elif p == "/echo-gzip-cgi":
-                # As a CGI, WSGI or Rack server reads headers: '_' is '-',
-                # and every spelling's values joined (wsgiref's environ).
-                ae = ",".join(v for n, v in hdrs if n.lower().replace("_", "-") == "accept-encoding")
+                # As lighttpd hands headers to a CGI or FastCGI app (and
+                # wsgiref, for '_'): every byte that is no letter or digit
+                # is '-', and every spelling's values joined.
+                ae = ",".join(v for n, v in hdrs
+                              if re.sub(r"[^a-z0-9]", "-", n.lower()) == "accept-encoding")
                 log("cgi-ae=%s" % ae)
                 if "gzip" in ae.lower():
                     out = resp("200 OK", gzip.compress(echo), [("Content-Encoding", "gzip")])
                 else:
                     out = resp("200 OK", echo)
+            elif p == "/echo-gzip-anyway":
+                # Compressed whatever it was asked (a misconfigured proxy).
+                out = resp("200 OK", gzip.compress(echo), [("Content-Encoding", "gzip")])
+            elif p == "/echo-te-gzip":
+                out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" + \
+                    b"%x\r\n" % len(gzip.compress(echo)) + gzip.compress(echo) + b"\r\n0\r\n\r\n"
             elif p == "/echo-close":
                 out, close = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nend:" + echo, True
             elif p == "/echo-clte":
@@ -759,9 +767,22 @@ def r_gzip():
 
 @attack
 def r_gzip_underscore():
-    sts, bodies, raw = atk("/echo-gzip-cgi", extra=b"Accept_Encoding: gzip\r\n")
+    sts, bodies, raw = atk("/echo-gzip-cgi", extra=b"Accept_Encoding: gzip\r\nAccept.Encoding: gzip\r\n"
+                                                  b"Accept~Encoding: gzip\r\n")
     gz = b"content-encoding: gzip" in raw.lower()
     return " ".join(sts) + (" gzip" if gz else " identity"), raw
+
+
+@attack
+def r_gzip_anyway():
+    sts, bodies, raw = atk("/echo-gzip-anyway")
+    return " ".join(sts), raw
+
+
+@attack
+def r_te_gzip():
+    sts, bodies, raw = atk("/echo-te-gzip")
+    return " ".join(sts), raw
 
 
 @attack
@@ -1008,7 +1029,7 @@ attacks=(smuggle-cl-conn smuggle-key-to-vhost smuggle-te-conn smuggle-host-conn
 	absform-https absform-other host-port host-idn host-two host-none host-userinfo
 	host-other-xfh sni-other connect-plaintext nosni-inspected nosni-inspected-capture
 	inject-games inject-fold
-	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-gzip-underscore r-close
+	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-gzip-underscore r-gzip-anyway r-te-gzip r-close
 	r-clte r-split r-bighead
 	port80-connect port80-capture plain443-capture plain443-proxy
 	pool-burst pool-open health)
@@ -1106,9 +1127,12 @@ check "Accept-Encoding: gzip (twice, any case, named in Connection) and TE: gzip
 	"200 identity" "$(res r-gzip)"
 check "... the origin was asked for identity only" "ae=identity" \
 	"$(grep '^GET /echo-gzip ' "$T/atk.log" | grep -o 'ae=.*')"
-check "Accept_Encoding: gzip, to an origin that reads '_' as '-': the response is not compressed" \
+check "Accept_Encoding, Accept.Encoding, Accept~Encoding: gzip, to an origin that reads them as Accept-Encoding: not compressed" \
 	"200 identity" "$(res r-gzip-underscore)"
 check "... that origin was asked for identity only" "cgi-ae=identity" "$(grep '^cgi-ae=' "$T/atk.log")"
+check "an origin that compresses though asked for identity: 502, nothing of it passed on" "502" \
+	"$(res r-gzip-anyway)"
+check "... nor with Transfer-Encoding: gzip, chunked" "502" "$(res r-te-gzip)"
 check "the key at the very end of a close-delimited body" "200" "$(res r-close)"
 check "a response with both Content-Length and Transfer-Encoding: 502" "502" "$(res r-clte)"
 check "the key split across two TLS records, a moment apart" "200" "$(res r-split)"
@@ -1195,14 +1219,14 @@ check "... and the origin never saw it" "0" "$(origin_count '/echo-headers?overr
 # Where a rule compares paths, a header that some frameworks route by in
 # place of the request line's path (Zend Framework 1, older Symfony) is
 # refused: the origin would run a path no rule was asked about, with the key.
-for h in 'X-Original-URL: /v1/files' 'x_rewrite_url: /v1/files'; do
+for h in 'X-Original-URL: /v1/files' 'x_rewrite_url: /v1/files' 'X.Original.URL: /v1/files'; do
 	out=$(run curl -s -m 10 -w '%{http_code}' -X POST -d '{}' -H "$h" \
 		'https://api.anthropic.com/v1/messages?path-override' 2>&1)
 	check "${h%%:*} where the rule compares paths: 400 from sluice, saying why" \
 		"400 path-override" "${out: -3} $(grep -o 'path-override' <<<"$out" | head -n 1)"
 done
 check "... and the origin never saw either" "0" "$(origin_count '/v1/messages?path-override')"
-check "... audited as path-override" "2" "$(grep -c '"reason":"path-override"' "$T/audit.log")"
+check "... audited as path-override" "3" "$(grep -c '"reason":"path-override"' "$T/audit.log")"
 
 # Some origins read no body after a GET: its bytes would be a request
 # nobody decided, on an upstream connection kept for the next one.

@@ -63,10 +63,14 @@ static void test_credential_names(void **state)
 
 static void test_name_is(void **state)
 {
-	struct sl_http_span a = {"X_HTTP_Method", 13}, b = {"x-http-method-", 14};
+	struct sl_http_span a = {"X_HTTP_Method", 13}, b = {"x-http-method-", 14},
+			    c = {"X.HTTP~Method", 13}, d = {"XxHTTP-Method", 13};
 
 	assert_true(sl_reqhead_name_is(&a, "x-http-method"));
 	assert_false(sl_reqhead_name_is(&b, "x-http-method"));
+	/* lighttpd's CGI reads every byte but a letter or digit as '_'. */
+	assert_true(sl_reqhead_name_is(&c, "x-http-method"));
+	assert_false(sl_reqhead_name_is(&d, "x-http-method"));
 }
 
 static void test_method_override(void **state)
@@ -231,6 +235,9 @@ static void test_refusal(void **state)
 	assert_string_equal(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nx_rewrite_url: /admin\r\n\r\n",
 				    &paths, &p, NULL, &st),
 			    "path-override");
+	assert_string_equal(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nX.Original.URL: /admin\r\n\r\n",
+				    &paths, &p, NULL, &st),
+			    "path-override");
 	assert_null(refusal("GET /ok HTTP/1.1\r\nHost: a\r\nX-Original-URLs: /admin\r\n\r\n",
 			    &paths, &p, NULL, &st));
 	/* '_' credentials and the placeholder only where a rule injects. */
@@ -240,6 +247,9 @@ static void test_refusal(void **state)
 				    &injects, &p, &inj, &st),
 			    "credential-header");
 	assert_int_equal(st, 400);
+	assert_string_equal(refusal("GET / HTTP/1.1\r\nHost: a\r\nX.Api.Key: own\r\n\r\n",
+				    &injects, &p, &inj, &st),
+			    "credential-header");
 	assert_string_equal(refusal("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &injects, &p, &inj, &st),
 			    "placeholder-missing");
 	assert_int_equal(st, 403);
