@@ -44,6 +44,7 @@
  * writes at most ~140 KB a second. */
 #define DNS_REFUSED_PER_SECOND 200
 #define DNS_REFUSED_WINDOW_MS 1000
+enum { DNS_HELD_REFUSED, DNS_HELD_LOCAL };
 
 /* ---- The address map ---- */
 
@@ -103,61 +104,57 @@ static const char *qtype_name(uint16_t t, char *buf, size_t size)
 	return buf;
 }
 
-static void refused_summary(struct sl_gw *gw, uint64_t n)
+/* The two kinds of record a rate limit holds back (DNS_REFUSED_PER_SECOND
+ * each): refused queries; and allowed ones answered without asking
+ * upstream (from the cache, or NODATA for a type we hold no answers of),
+ * as cheap to send, since every policy allows some name (its model API)
+ * to ask again and again. What went upstream is always audited: the DNS
+ * budget bounds it, and its record says which names left, which a flood
+ * of these must not push out of the log. A limit each, so that a flood of
+ * one kind crowds out none of the other's records. */
+static const char *const held_what[] = {
+    "refused queries",
+    "allowed queries answered without asking upstream",
+};
+
+static void held_summary(struct sl_gw *gw, int kind, uint64_t n)
 {
 	(void)sl_audit_write_summary(gw->audit, gw->cfg.sandbox, "dns", 0,
-				     "dns-not-logged: %llu more refused queries (rate limit)",
-				     (unsigned long long)n);
+				     "dns-not-logged: %llu more %s (rate limit)",
+				     (unsigned long long)n, held_what[kind]);
 }
 
-/* May a refused query's record be written (DNS_REFUSED_PER_SECOND)? The
- * summary of the last window's, if any, is written first. */
-static bool refused_take(struct sl_gw_dns *d)
+static struct sl_audit_rate *held_rate(struct sl_gw_dns *d, int kind)
+{
+	return kind == DNS_HELD_REFUSED ? &d->refused : &d->local;
+}
+
+/* May a record of this kind be written? The summary of the last window's
+ * held back, if any, is written first. */
+static bool held_take(struct sl_gw_dns *d, int kind)
 {
 	uint64_t unlogged;
-	bool take = sl_audit_rate_take(&d->refused, DNS_REFUSED_PER_SECOND, DNS_REFUSED_WINDOW_MS,
-				       uv_now(d->gw->loop), &unlogged);
+	bool take = sl_audit_rate_take(held_rate(d, kind), DNS_REFUSED_PER_SECOND,
+				       DNS_REFUSED_WINDOW_MS, uv_now(d->gw->loop), &unlogged);
 
 	if (unlogged)
-		refused_summary(d->gw, unlogged);
-	return take;
-}
-
-/* The same for allowed queries answered without asking upstream (from
- * the cache, or NODATA for a type we hold no answers of): as cheap to
- * send, a name the policy allows (every policy allows its model API)
- * repeated would flood the log as well. What went upstream is always
- * audited: the DNS budget bounds it, and its record says which names
- * left, which a flood of these must not push out of the log. */
-static void local_summary(struct sl_gw *gw, uint64_t n)
-{
-	(void)sl_audit_write_summary(gw->audit, gw->cfg.sandbox, "dns", 0,
-				     "dns-not-logged: %llu more allowed queries answered without "
-				     "asking upstream (rate limit)",
-				     (unsigned long long)n);
-}
-
-static bool local_take(struct sl_gw_dns *d)
-{
-	uint64_t unlogged;
-	bool take = sl_audit_rate_take(&d->local, DNS_REFUSED_PER_SECOND, DNS_REFUSED_WINDOW_MS,
-				       uv_now(d->gw->loop), &unlogged);
-
-	if (unlogged)
-		local_summary(d->gw, unlogged);
+		held_summary(d->gw, kind, unlogged);
 	return take;
 }
 
 void sl_gw_dns_audit_flush(struct sl_gw *gw)
 {
-	uint64_t n = gw->dns ? sl_audit_rate_drain(&gw->dns->refused) : 0,
-		 l = gw->dns ? sl_audit_rate_drain(&gw->dns->local) : 0;
+	bool wrote = false;
 
-	if (n && gw->audit)
-		refused_summary(gw, n);
-	if (l && gw->audit)
-		local_summary(gw, l);
-	if ((n || l) && gw->audit)
+	for (int kind = DNS_HELD_REFUSED; gw->dns && gw->audit && kind <= DNS_HELD_LOCAL; kind++) {
+		uint64_t n = sl_audit_rate_drain(held_rate(gw->dns, kind));
+
+		if (n) {
+			held_summary(gw, kind, n);
+			wrote = true;
+		}
+	}
+	if (wrote)
 		(void)sl_gw_audit_ok(gw);
 }
 
@@ -207,7 +204,7 @@ static void dns_audit_refused(struct sl_gw_dns *d, const char *client, const str
 			      uint64_t wall, uint64_t start, int status, const char *reason,
 			      const char *rule)
 {
-	if (d->gw->audit && !refused_take(d))
+	if (d->gw->audit && !held_take(d, DNS_HELD_REFUSED))
 		return;
 	dns_audit(d, client, q, wall, start, status, false, reason, rule);
 }
@@ -220,7 +217,7 @@ static void dns_audit_answered(struct sl_gw_dns *d, const char *client,
 			       int status, bool allow, const char *reason,
 			       const struct dns_observed *obs, bool local)
 {
-	if (local && d->gw->audit && !local_take(d))
+	if (local && d->gw->audit && !held_take(d, DNS_HELD_LOCAL))
 		return;
 	if (allow && obs->reason)
 		dns_audit_as(d, client, q, wall, start, status, "observe-deny", obs->reason,

@@ -59,29 +59,35 @@ import socket, struct, sys, time
 ns = open("/etc/resolv.conf").read().split("nameserver")[1].split()[0]
 token, seconds = sys.argv[1], float(sys.argv[2])
 lab = b"x" * 63
-def query(qid, labels):
+def query(qid, labels, qtype=1):
     name = b"".join(bytes([len(l)]) + l for l in labels) + b"\0"
-    return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1)
+    return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", qtype, 1)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
-t0 = time.monotonic(); n = 0
-while time.monotonic() - t0 < seconds:  # bounded: FLOOD seconds
-    for _ in range(64):
+def flood(make, midway=None):
+    # make(n): the n-th query; midway: one more, sent halfway through.
+    t0 = time.monotonic(); n = 0
+    while time.monotonic() - t0 < seconds:  # bounded: FLOOD seconds
+        if midway and time.monotonic() - t0 > seconds / 2:
+            s.sendto(midway, (ns, 53))
+            midway = None
+        for _ in range(64):
+            try:
+                s.sendto(make(n), (ns, 53))
+                n += 1
+            except BlockingIOError:
+                break
+            except OSError:
+                time.sleep(0.01)
+                break
         try:
-            s.sendto(query(n & 0xffff, [b"%08d" % n, lab, lab, b"flood-" + token.encode(),
-                                        b"denied", b"test"]), (ns, 53))
-            n += 1
-        except BlockingIOError:
-            break
+            while True:
+                s.recv(4096)
         except OSError:
-            time.sleep(0.01)
-            break
-    try:
-        while True:
-            s.recv(4096)
-    except OSError:
-        pass
-print("sent %d" % n)
+            pass
+    return n
+print("sent %d" % flood(lambda n: query(n & 0xffff, [b"%08d" % n, lab, lab,
+                                                    b"flood-" + token.encode(), b"denied", b"test"])))
 # Past the window: one honest lookup of a denied name, and its answer.
 time.sleep(1.5)
 h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -98,31 +104,11 @@ except OSError:
     pass
 print("honest rcode %s" % rcode)
 # An allowed name, asked again and again (answered from the cache), and a
-# type we hold no answers of (NODATA): as cheap as a refusal. Midway, one
-# new name under the wildcard, which goes upstream: its record must stay.
-def qtype(qid, labels, t):
-    return query(qid, labels)[:-4] + struct.pack(">HH", t, 1)
+# type we hold no answers of (TXT: NODATA): as cheap as a refusal. Midway,
+# one new name under the wildcard, which goes upstream: its record stays.
 time.sleep(1.1)
-t0 = time.monotonic(); m = 0; marked = False
-while time.monotonic() - t0 < seconds:  # bounded: FLOOD seconds
-    if not marked and time.monotonic() - t0 > seconds / 2:
-        s.sendto(query(0x4343, [b"evidence-" + token.encode(), b"wild", b"test"]), (ns, 53))
-        marked = True
-    for _ in range(64):
-        try:
-            s.sendto(qtype(m & 0xffff, [b"api", b"test"], 1 if m % 2 else 16), (ns, 53))
-            m += 1
-        except BlockingIOError:
-            break
-        except OSError:
-            time.sleep(0.01)
-            break
-    try:
-        while True:
-            s.recv(4096)
-    except OSError:
-        pass
-print("allowed sent %d" % m)
+print("allowed sent %d" % flood(lambda n: query(n & 0xffff, [b"api", b"test"], 1 if n % 2 else 16),
+                                query(0x4343, [b"evidence-" + token.encode(), b"wild", b"test"])))
 PY
 chmod 644 "$T/bin/flood.py"
 

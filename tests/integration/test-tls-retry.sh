@@ -107,16 +107,17 @@ def record(s):
         data += c
     return data
 
-def retry(s, first, second):
-    sid = os.urandom(32)
-    s.sendall(hello(first, False, sid))
+def exchange(s, first_flight, then):
+    # Send first_flight; if the server asks for a retry, send `then`, and
+    # say what the server did next.
+    s.sendall(first_flight)
     r = record(s)
     if not r:
         return "closed"
     if r[0] != 0x16 or r[5] != 2 or r[11:43] != HRR:
         return "no retry"
-    # (the change_cipher_spec a TLS 1.3 client may send, then hello 2)
-    s.sendall(b"\x14\x03\x03\x00\x01\x01" + hello(second, True, sid))
+    if then:
+        s.sendall(then)
     for _ in range(4):
         r = record(s)
         if not r:
@@ -124,6 +125,12 @@ def retry(s, first, second):
         if r[0] == 0x16 and r[5] == 2:
             return "retry, then server hello"
     return "retry, then other"
+
+def retry(s, first, second):
+    sid = os.urandom(32)
+    # (the change_cipher_spec a TLS 1.3 client may send, then hello 2)
+    return exchange(s, hello(first, False, sid),
+                    b"\x14\x03\x03\x00\x01\x01" + hello(second, True, sid))
 
 def split(s, first, second):
     # Hello 2 (naming `second`) begun behind hello 1 in one write, cut
@@ -135,38 +142,14 @@ def split(s, first, second):
     sid = os.urandom(32)
     tail = hello(first, True, sid)
     whole = hello(second, True, sid, tail)
-    s.sendall(hello(first, False, sid) + whole[:-len(tail)])
-    r = record(s)
-    if not r:
-        return "closed"
-    if r[0] != 0x16 or r[5] != 2 or r[11:43] != HRR:
-        return "no retry"
-    s.sendall(tail)
-    for _ in range(4):
-        r = record(s)
-        if not r:
-            return "retry, then closed"
-        if r[0] == 0x16 and r[5] == 2:
-            return "retry, then server hello"
-    return "retry, then other"
+    return exchange(s, hello(first, False, sid) + whole[:-len(tail)], tail)
 
 def pipelined(s, first, second):
     # Hello 2 whole behind hello 1, before any retry was asked for: the
     # server must not read it while the gateway has checked only hello 1.
     sid = os.urandom(32)
-    s.sendall(hello(first, False, sid) + b"\x14\x03\x03\x00\x01\x01" + hello(second, True, sid))
-    r = record(s)
-    if not r:
-        return "closed"
-    if r[0] != 0x16 or r[5] != 2 or r[11:43] != HRR:
-        return "no retry"
-    for _ in range(4):
-        r = record(s)
-        if not r:
-            return "retry, then closed"
-        if r[0] == 0x16 and r[5] == 2:
-            return "retry, then server hello"
-    return "retry, then other"
+    return exchange(s, hello(first, False, sid) + b"\x14\x03\x03\x00\x01\x01" +
+                    hello(second, True, sid), b"")
 
 def tunnel(target):
     s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
