@@ -218,11 +218,15 @@ static void response_complete(struct insp *in)
  * on as HTTP, does not. One of them, exactly. */
 static bool ws_accept_ok(const struct insp *in, const struct sl_http_request *h)
 {
-	size_t n;
+	size_t n, len;
 	const struct sl_http_span *acc = sl_http_header(h, "sec-websocket-accept", &n);
 
-	return acc && n == 1 && acc->len == SL_WS_ACCEPT_LEN &&
-	       memcmp(acc->p, in->ws_accept, SL_WS_ACCEPT_LEN) == 0;
+	if (!acc || n != 1)
+		return false;
+	/* Trailing whitespace is no part of a field's value (RFC 9110 5.5). */
+	for (len = acc->len; len && (acc->p[len - 1] == ' ' || acc->p[len - 1] == '\t'); len--)
+		;
+	return len == SL_WS_ACCEPT_LEN && memcmp(acc->p, in->ws_accept, SL_WS_ACCEPT_LEN) == 0;
 }
 
 /* Does each comma-separated coding in v name one of ok[0..n)? */

@@ -135,7 +135,8 @@ olog() { grep -F -- "GET $1 host=$2 " "$T/scrub.log"; }
 # ORACLE_MAX bounds the oracle: a leaky scrubber gives it a byte a round,
 # and a dozen bytes prove the leak as well as the whole key would.
 attacks=(oracle range-multi range-two range-none pause-cut trim ws-deflate ws-plain ws-long ws-masked ws-big ws-frag ws-close ws-close-mid ws-pause-mid
-	ws-smuggle ws-smuggle-late ws-smuggle-after ws-unmasked ws-nokey ws-accept-bad ws-accept-none)
+	ws-smuggle ws-smuggle-late ws-smuggle-after ws-unmasked ws-nokey ws-accept-bad ws-accept-none
+	ws-accept-spaced)
 t0=$SECONDS
 out=$(world_host timeout -k 5 100 "$SLUICE" run --ro "$T" --policy "$T/policy.yaml" --resolver "$N:53" \
 	--upstream-ca "$T/cert.pem" --audit "$T/audit.log" \
@@ -149,7 +150,7 @@ check "the agent ran to its end inside sluice run" "0 ${#attacks[@]}" "$rc $(gre
 # ---- the key was injected: no check below passes for want of it ----
 n_api=$(grep -c " host=api.scrub.test key=yes " "$T/scrub.log")
 # ws-smuggle's and ws-nokey's upgrades are refused before they go.
-check "every request to api.scrub.test reached the origin with the key (24 of them)" "24 0" \
+check "every request to api.scrub.test reached the origin with the key (25 of them)" "25 0" \
 	"$n_api $(grep -c " host=api.scrub.test key=no " "$T/scrub.log")"
 n_or=$(grep -c "^GET /stream?g=[0-9a-f]* host=oracle.scrub.test key=yes " "$T/scrub.log")
 check "every oracle probe reached the origin with the key (64 or more, none without)" "yes 0" \
@@ -353,6 +354,8 @@ check "ws-nokey: an upgrade with no Sec-WebSocket-Key is refused, and never went
 # websocket: a front that never switched protocols, or something else.
 check "ws-accept-bad: a 101 with the wrong Sec-WebSocket-Accept gets a 502" "502 closed" "$(res ws-accept-bad)"
 check "ws-accept-none: a 101 with no Sec-WebSocket-Accept gets a 502" "502 closed" "$(res ws-accept-none)"
+check "ws-accept-spaced: the right accept with trailing whitespace is the right accept" "101 open" \
+	"$(res ws-accept-spaced)"
 
 # ---- what sluice wrote ----
 audit=$(cat "$T/audit.log" 2>/dev/null)

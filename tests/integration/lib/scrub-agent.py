@@ -415,6 +415,7 @@ attacks = {
     "ws-nokey": lambda: ws_up(b"?then=http&nokey=1", key=False),
     "ws-accept-bad": lambda: ws_up(b"?accept=bad"),
     "ws-accept-none": lambda: ws_up(b"?accept=none"),
+    "ws-accept-spaced": lambda: ws_up(b"?accept=spaced&echo=1", frames=(client_frame(b"hello-up"),)),
 }
 
 for name in sys.argv[1:]:

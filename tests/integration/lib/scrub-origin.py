@@ -161,6 +161,8 @@ def serve(sock):
                         b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + acc + b"\r\n")
                 if q.get("accept") == ["bad"]:
                     head = head.replace(acc, base64.b64encode(b"\0" * 20))
+                elif q.get("accept") == ["spaced"]:  # trailing whitespace: still the value
+                    head = head.replace(acc + b"\r\n", acc + b" \t \r\n")
                 elif q.get("accept") == ["none"]:
                     head = head.replace(b"Sec-WebSocket-Accept: " + acc + b"\r\n", b"")
                 if q.get("then") == ["http"]:
