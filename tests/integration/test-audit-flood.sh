@@ -64,12 +64,27 @@ def query(qid, labels, qtype=1):
     return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", qtype, 1)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
+def ask(msg, tries=1):
+    # msg on a socket of its own, until it is answered (a datagram in a
+    # flood may be dropped before the gateway reads it): its rcode.
+    h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    h.settimeout(1 if tries > 1 else 3)
+    for _ in range(tries):  # bounded
+        h.sendto(msg, (ns, 53))
+        try:
+            while True:
+                m = h.recv(4096)
+                if m[:2] == msg[:2]:
+                    return m[3] & 15
+        except OSError:
+            pass
+    return "none"
 def flood(make, midway=None):
-    # make(n): the n-th query; midway: one more, sent halfway through.
+    # make(n): the n-th query; midway: one more, asked halfway through.
     t0 = time.monotonic(); n = 0
     while time.monotonic() - t0 < seconds:  # bounded: FLOOD seconds
         if midway and time.monotonic() - t0 > seconds / 2:
-            s.sendto(midway, (ns, 53))
+            print("midway rcode %s" % ask(midway, 5))
             midway = None
         for _ in range(64):
             try:
@@ -90,19 +105,7 @@ print("sent %d" % flood(lambda n: query(n & 0xffff, [b"%08d" % n, lab, lab,
                                                     b"flood-" + token.encode(), b"denied", b"test"])))
 # Past the window: one honest lookup of a denied name, and its answer.
 time.sleep(1.5)
-h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-h.settimeout(3)
-h.sendto(query(0x4242, [b"honest-" + token.encode(), b"denied", b"test"]), (ns, 53))
-rcode = "none"
-try:
-    while True:
-        m = h.recv(4096)
-        if m[:2] == b"\x42\x42":
-            rcode = m[3] & 15
-            break
-except OSError:
-    pass
-print("honest rcode %s" % rcode)
+print("honest rcode %s" % ask(query(0x4242, [b"honest-" + token.encode(), b"denied", b"test"])))
 # An allowed name, asked again and again (answered from the cache), and a
 # type we hold no answers of (TXT: NODATA): as cheap as a refusal. Midway,
 # one new name under the wildcard, which goes upstream: its record stays.
@@ -153,6 +156,11 @@ echo "# sent $asent allowed queries for api.test; $alogged records, $aunlogged m
 	notok "allowed flood: $alogged records of it"
 [ "$aunlogged" -gt 0 ] && ok "allowed flood: the summaries say how many were not logged" ||
 	notok "allowed flood: no summary of allowed queries"
-check "allowed flood: the new name under the wildcard, which went upstream, is logged" 1 \
-	"$(audit_count "evidence-$token.wild.test" '"decision":"allow"')"
+# Asked again only if its answer was lost; the first that came in went
+# upstream, and has its record whatever the flood.
+check "allowed flood: a new name under the wildcard, asked midway, is answered" "midway rcode 0" \
+	"$(grep '^midway' <<<"$out")"
+ev=$(audit_count "evidence-$token.wild.test" '"decision":"allow"')
+[ "$ev" -ge 1 ] && ok "allowed flood: ... and logged, having gone upstream" ||
+	notok "allowed flood: the new name under the wildcard has no record"
 finish
