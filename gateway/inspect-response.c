@@ -263,7 +263,11 @@ static bool codings_only(const struct sl_http_span *v, const char *const *ok, si
  * says so, or NULL. */
 static const char *scrub_unreadable(const struct insp *in, const struct sl_http_request *h)
 {
-	static const char *const ce_ok[] = {"identity"}, *const te_ok[] = {"chunked", "identity"};
+	/* "none" is no registered coding, but what servers of streamed
+	 * answers send to keep proxies from compressing them (Next.js and
+	 * the examples built on it): it says the body is plain. */
+	static const char *const ce_ok[] = {"identity", "none"},
+				 *const te_ok[] = {"chunked", "identity"};
 	int status = in->resp.status;
 
 	if (!in->scrub_on || in->head_req || status == 204 || status == 304)

@@ -148,6 +148,9 @@ def serve(sock):
             elif p == "/echo-gzip-anyway":
                 # Compressed whatever it was asked (a misconfigured proxy).
                 out = resp("200 OK", gzip.compress(echo), [("Content-Encoding", "gzip")])
+            elif p == "/echo-ce-none":
+                # What streaming servers send to keep proxies from compressing.
+                out = resp("200 OK", echo, [("Content-Encoding", "none")])
             elif p == "/echo-te-gzip":
                 out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" + \
                     b"%x\r\n" % len(gzip.compress(echo)) + gzip.compress(echo) + b"\r\n0\r\n\r\n"
@@ -780,6 +783,12 @@ def r_gzip_anyway():
 
 
 @attack
+def r_ce_none():
+    sts, bodies, raw = atk("/echo-ce-none")
+    return " ".join(sts), raw
+
+
+@attack
 def r_te_gzip():
     sts, bodies, raw = atk("/echo-te-gzip")
     return " ".join(sts), raw
@@ -1029,7 +1038,7 @@ attacks=(smuggle-cl-conn smuggle-key-to-vhost smuggle-te-conn smuggle-host-conn
 	absform-https absform-other host-port host-idn host-two host-none host-userinfo
 	host-other-xfh sni-other connect-plaintext nosni-inspected nosni-inspected-capture
 	inject-games inject-fold
-	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-gzip-underscore r-gzip-anyway r-te-gzip r-close
+	r-103 r-reason r-head-body r-204-body r-304-body r-trailer r-chunkext r-gzip r-gzip-underscore r-gzip-anyway r-ce-none r-te-gzip r-close
 	r-clte r-split r-bighead
 	port80-connect port80-capture plain443-capture plain443-proxy
 	pool-burst pool-open health)
@@ -1133,6 +1142,8 @@ check "... that origin was asked for identity only" "cgi-ae=identity" "$(grep '^
 check "an origin that compresses though asked for identity: 502, nothing of it passed on" "502" \
 	"$(res r-gzip-anyway)"
 check "... nor with Transfer-Encoding: gzip, chunked" "502" "$(res r-te-gzip)"
+check "... but Content-Encoding: none (a plain body, as streaming servers label it) passes, scrubbed" \
+	"200" "$(res r-ce-none)"
 check "the key at the very end of a close-delimited body" "200" "$(res r-close)"
 check "a response with both Content-Length and Transfer-Encoding: 502" "502" "$(res r-clte)"
 check "the key split across two TLS records, a moment apart" "200" "$(res r-split)"
