@@ -258,11 +258,8 @@ static int check_allowed_head(struct insp *in, const struct sl_http_request *r,
 }
 
 /* A websocket upgrade as RFC 6455 4.1 has a client send it: one
- * Sec-WebSocket-Key (the 101 must answer it: in->ws_accept), version 13,
- * and nothing after the head, since a client waits for the 101 before it
- * sends a frame: bytes behind the upgrade would reach an origin that
- * answers 101 and reads on as HTTP as a request nobody decided. 0, or -1
- * when refused. */
+ * Sec-WebSocket-Key (the 101 must answer it: in->ws_accept) and version
+ * 13. 0, or -1 when refused. */
 static int check_ws_upgrade(struct insp *in, const struct sl_http_request *r)
 {
 	const struct sl_http_span *key, *ver;
@@ -280,11 +277,8 @@ static int check_ws_upgrade(struct insp *in, const struct sl_http_request *r)
 			     "a websocket upgrade needs Sec-WebSocket-Version: 13");
 		return -1;
 	}
-	if (in->clen > r->head_len) {
-		insp_respond(in, 400, "bad-request",
-			     "a websocket client sends nothing before the 101 (RFC 6455 4.1)");
-		return -1;
-	}
+	/* Bytes behind the head are refused before it goes upstream
+	 * (inspect.c, up_ready), wherever they came from. */
 	return 0;
 }
 
