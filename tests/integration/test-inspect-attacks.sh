@@ -724,10 +724,17 @@ def r_103():
     return " ".join(map(str, r.interim + [st])), r.raw
 
 
-@attack
-def r_reason():
-    sts, bodies, raw = atk("/echo-reason")
+def statuses(path):
+    sts, bodies, raw = atk(path)
     return " ".join(sts), raw
+
+
+# Attacks whose result is the statuses alone.
+for name, path in (("r-reason", "/echo-reason"), ("r-gzip-anyway", "/echo-gzip-anyway"),
+                   ("r-ce-none", "/echo-ce-none"), ("r-te-gzip", "/echo-te-gzip"),
+                   ("r-close", "/echo-close"), ("r-clte", "/echo-clte"),
+                   ("r-split", "/echo-split"), ("r-bighead", "/bighead")):
+    results[name] = (lambda p: lambda: statuses(p))(path)
 
 
 @attack
@@ -774,48 +781,6 @@ def r_gzip_underscore():
                                                   b"Accept~Encoding: gzip\r\n")
     gz = b"content-encoding: gzip" in raw.lower()
     return " ".join(sts) + (" gzip" if gz else " identity"), raw
-
-
-@attack
-def r_gzip_anyway():
-    sts, bodies, raw = atk("/echo-gzip-anyway")
-    return " ".join(sts), raw
-
-
-@attack
-def r_ce_none():
-    sts, bodies, raw = atk("/echo-ce-none")
-    return " ".join(sts), raw
-
-
-@attack
-def r_te_gzip():
-    sts, bodies, raw = atk("/echo-te-gzip")
-    return " ".join(sts), raw
-
-
-@attack
-def r_close():
-    sts, bodies, raw = atk("/echo-close")
-    return " ".join(sts), raw
-
-
-@attack
-def r_clte():
-    sts, bodies, raw = atk("/echo-clte")
-    return " ".join(sts), raw
-
-
-@attack
-def r_split():
-    sts, bodies, raw = atk("/echo-split")
-    return " ".join(sts), raw
-
-
-@attack
-def r_bighead():
-    sts, bodies, raw = atk("/bighead")
-    return " ".join(sts), raw
 
 
 # ---- the key to another port, or in plain text ----
