@@ -75,7 +75,7 @@ P
 # The agent: hand-made ClientHellos (TLS 1.3, x25519 offered), the first
 # with no key share so that the server must ask again.
 cat >"$T/client.py" <<'PY'
-import os, socket, struct
+import os, socket, struct, time
 from urllib.parse import urlsplit
 proxy = urlsplit(os.environ["HTTP_PROXY"])
 HRR = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E09E2C8A8339C")
@@ -151,6 +151,18 @@ def pipelined(s, first, second):
     return exchange(s, hello(first, False, sid) + b"\x14\x03\x03\x00\x01\x01" +
                     hello(second, True, sid), b"")
 
+def held(s, first):
+    # A hello the server needs no retry for, a ChangeCipherSpec behind it
+    # in the same write: the CCS waits for the server's answer, then must
+    # go on (the audit's bytes_up says whether it did).
+    h = hello(first, True, os.urandom(32))
+    s.sendall(h + b"\x14\x03\x03\x00\x01\x01")
+    r = record(s)
+    out = "closed" if not r else "server hello" if r[0] == 0x16 and r[5] == 2 and r[11:43] != HRR else "other"
+    time.sleep(0.2)  # what was held goes up with the relay's start
+    s.close()
+    return "%s %d" % (out, len(h))
+
 def tunnel(target):
     s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
     s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target.encode(), target.encode()))
@@ -179,6 +191,7 @@ run("tunnel-retry-other", lambda: retry(tunnel("allowed.test:8443"), "allowed.te
 run("capture-retry-other", lambda: retry(direct("allowed.test", 8443), "allowed.test", "c.denied.test"))
 run("tunnel-split", lambda: split(tunnel("allowed.test:8443"), "allowed.test", "s.denied.test"))
 run("capture-split", lambda: split(direct("allowed.test", 8443), "allowed.test", "d.denied.test"))
+run("tunnel-held", lambda: held(tunnel("allowed.test:8443"), "allowed.test"))
 run("tunnel-pipelined", lambda: pipelined(tunnel("allowed.test:8443"), "allowed.test", "p.denied.test"))
 PY
 
@@ -211,6 +224,11 @@ check "CONNECT allowed.test, hello 2 (p.denied.test) whole behind hello 1: the f
 	0 "$(seen p.denied.test)"
 check "... and the retry it asked for is answered: closed when hello 2 is checked" "retry, then closed" \
 	"$(line tunnel-pipelined)"
+held=$(line tunnel-held)
+check "CONNECT allowed.test, a hello needing no retry, a CCS behind it: answered" "server hello" \
+	"${held% *}"
+check "... and the CCS held till then went on (bytes_up: the hello and its 6 bytes)" 1 \
+	"$(audit_count '"host":"allowed.test"' "\"bytes_up\":$((${held##* } + 6)),")"
 check "the canary saw no packet" 0 "$(world_canary_count)"
 
 finish
